@@ -1,0 +1,39 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both bootstrap .venv first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export OFFSETLAKE_VENV := $(VENV)
+
+.PHONY: bootstrap demo test lint format bench up down clean lock
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+demo: bootstrap
+	@$(VENV)/bin/offsetlake demo
+
+test: bootstrap
+	@$(VENV)/bin/ruff check src tests benchmarks
+	@$(PY) -m pytest
+
+lint: bootstrap
+	@$(VENV)/bin/ruff check src tests benchmarks
+	@$(VENV)/bin/ruff format --check src tests benchmarks
+
+format: bootstrap
+	@$(VENV)/bin/ruff check --fix src tests benchmarks
+	@$(VENV)/bin/ruff format src tests benchmarks
+
+bench: bootstrap
+	@for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+up: bootstrap
+	@$(VENV)/bin/offsetlake local up
+
+down:
+	@[ ! -x $(VENV)/bin/offsetlake ] || $(VENV)/bin/offsetlake local down
+
+lock: bootstrap
+	@$(PY) -m pip freeze --exclude-editable | sed '1i # Full resolved set for reproducible installs (pip install -c constraints.txt). Regenerate with `make lock`.' > constraints.txt
+
+clean: down
+	rm -rf .offsetlake spark-warehouse metastore_db derby.log .pytest_cache .hypothesis

@@ -1,0 +1,40 @@
+"""The `offsetlake` command line: one sub-command family per module.
+
+Each module in COMMAND_MODULES exposes ``register(subparsers)``, adds its own sub-commands with
+``set_defaults(handler=...)``, and keeps heavy imports (Spark) inside its handlers so that
+``offsetlake --help`` and ``offsetlake local up`` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="offsetlake",
+        description="Kafka consumer-group offset translation and failover.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print("offsetlake: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

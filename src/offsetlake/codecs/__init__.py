@@ -1,0 +1,7 @@
+"""Pure-Python codecs for what replicators write into Kafka (no Spark, no Kafka client)."""
+
+from __future__ import annotations
+
+
+class CodecError(ValueError):
+    """A record's bytes do not match the expected wire format; the message says what and where."""
