@@ -1,0 +1,119 @@
+"""Shared pytest fixtures: the Kafka cluster pair, unique names, a local Spark session, a private home.
+
+Kafka: set OFFSETLAKE_TEST_SOURCE_BOOTSTRAP and OFFSETLAKE_TEST_TARGET_BOOTSTRAP to run against a
+real Kafka pair (never started or stopped here); otherwise one pair of local Tansu brokers is
+started per session on free ports. Spark starts only if a test asks for ``spark``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import re
+import signal
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import pytest
+
+from offsetlake.config import HOME_ENV
+from tests.kafka_helpers import ClustersUnderTest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SOURCE_BOOTSTRAP_ENV = "OFFSETLAKE_TEST_SOURCE_BOOTSTRAP"
+TARGET_BOOTSTRAP_ENV = "OFFSETLAKE_TEST_TARGET_BOOTSTRAP"
+
+# Distinguishes this session's names from earlier sessions' on a long-lived real cluster.
+_SESSION_TOKEN = uuid.uuid4().hex[:6]
+_UNSAFE_NAME_CHARS = re.compile(r"[^a-zA-Z0-9._-]")
+
+
+@pytest.fixture(scope="session")
+def kafka_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClustersUnderTest]:
+    source = os.environ.get(SOURCE_BOOTSTRAP_ENV)
+    target = os.environ.get(TARGET_BOOTSTRAP_ENV)
+    if source and target:
+        yield ClustersUnderTest(source, target, is_tansu=False)
+        return
+    if source or target:
+        pytest.fail(f"set both {SOURCE_BOOTSTRAP_ENV} and {TARGET_BOOTSTRAP_ENV}, or neither")
+
+    from offsetlake.kafka.local_cluster import running_clusters  # noqa: PLC0415 - only Kafka tests pay
+
+    # The brokers run detached, so a session killed by SIGTERM (`timeout pytest ...`) would leave
+    # them behind: turn SIGTERM into an interrupt, which pytest answers by tearing fixtures down.
+    previous_handler = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        # preferred_ports=None: leave 19092/29092 to a developer's own `offsetlake local up`.
+        with running_clusters(tmp_path_factory.mktemp("kafka_home"), preferred_ports=None) as pair:
+            yield ClustersUnderTest(
+                pair.source.bootstrap_servers, pair.target.bootstrap_servers, is_tansu=True
+            )
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def source_bootstrap(kafka_clusters: ClustersUnderTest) -> str:
+    return kafka_clusters.source_bootstrap
+
+
+@pytest.fixture(scope="session")
+def target_bootstrap(kafka_clusters: ClustersUnderTest) -> str:
+    return kafka_clusters.target_bootstrap
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_name("orders")`` -> a topic/group name no other test or session uses."""
+    test_hash = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
+    counter = itertools.count()
+
+    def make(prefix: str) -> str:
+        return f"{_UNSAFE_NAME_CHARS.sub('-', prefix)}-{test_hash}-{_SESSION_TOKEN}-{next(counter)}"
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    """A lean local Spark session; Python workers use this interpreter so they can import offsetlake."""
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - only Spark tests pay the import
+
+    warehouse = tmp_path_factory.mktemp("spark_warehouse")
+    # Python data sources and UDFs run in sc.pythonExec, which comes from PYSPARK_PYTHON only
+    # (default "python3", which cannot import offsetlake), not from spark.pyspark.python.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("offsetlake-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.pyspark.driver.python", sys.executable)
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def offsetlake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private $OFFSETLAKE_HOME for the test."""
+    home = tmp_path / "offsetlake_home"
+    home.mkdir()
+    monkeypatch.setenv(HOME_ENV, str(home))
+    return home
