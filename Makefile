@@ -12,16 +12,16 @@ demo: bootstrap
 	@$(VENV)/bin/offsetlake demo
 
 test: bootstrap
-	@$(VENV)/bin/ruff check src tests benchmarks
+	@$(VENV)/bin/ruff check .
 	@$(PY) -m pytest
 
 lint: bootstrap
-	@$(VENV)/bin/ruff check src tests benchmarks
-	@$(VENV)/bin/ruff format --check src tests benchmarks
+	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/ruff format --check .
 
 format: bootstrap
-	@$(VENV)/bin/ruff check --fix src tests benchmarks
-	@$(VENV)/bin/ruff format src tests benchmarks
+	@$(VENV)/bin/ruff check --fix .
+	@$(VENV)/bin/ruff format .
 
 bench: bootstrap
 	@for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

