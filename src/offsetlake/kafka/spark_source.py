@@ -1,0 +1,472 @@
+"""PySpark Python Data Sources: ``offsetlake_kafka`` (records) and ``offsetlake_group_offsets``.
+
+Spark's built-in Kafka source is a Maven jar that cannot be loaded everywhere (locally, on some
+clusters), so this source reads Kafka through confluent-kafka with the built-in's schema and
+option names; the pipeline can switch between the two without touching its transformations.
+
+The driver plans offset ranges from broker metadata (AdminClient: topics, log start/end) and the
+pure rules in offset_ranges.py; each Spark task reads one range with range_reader.py. Streaming
+progress lives only in Spark's checkpoint as ``{topic: {partition: next_offset}}``: nothing is
+ever committed to the user's cluster. ``offsetlake_group_offsets`` serves group_offsets.py
+snapshots, one per micro-batch when streamed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from offsetlake.kafka.client_config import kafka_options_to_librdkafka
+from offsetlake.kafka.group_offsets import (
+    DEFAULT_EXCLUDE,
+    DEFAULT_INCLUDE,
+    select_groups,
+    snapshot_group_offsets,
+)
+from offsetlake.kafka.offset_ranges import (
+    EARLIEST,
+    LATEST,
+    OffsetOptionError,
+    OffsetRange,
+    OffsetsSpec,
+    PartitionKey,
+    Subscription,
+    from_stream_offset,
+    next_stream_end,
+    plan_batch_ranges,
+    plan_stream_ranges,
+    split_ranges,
+    to_stream_offset,
+)
+from offsetlake.kafka.range_reader import read_offset_range
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+KAFKA_SOURCE_NAME = "offsetlake_kafka"
+
+# Spark's built-in Kafka source schema with includeHeaders=true (KafkaRecordToRowConverter).
+KAFKA_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField(
+            "headers",
+            ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
+        ),
+    ]
+)
+
+GROUP_OFFSETS_SOURCE_NAME = "offsetlake_group_offsets"
+
+GROUP_OFFSETS_SCHEMA = StructType(
+    [
+        StructField("consumer_group", StringType()),
+        StructField("group_state", StringType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("committed_offset", LongType()),
+        StructField("metadata", StringType()),
+        StructField("snapshot_time", TimestampType()),
+    ]
+)
+
+DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
+DEFAULT_GROUP_SNAPSHOT_TIMEOUT_MS = 60_000
+DEFAULT_POLL_TIMEOUT_MS = 120_000  # Spark's kafkaConsumer.pollTimeoutMs default (spark.network.timeout)
+
+# Settings the reader owns: it never joins a group, commits, or resets on its own.
+_FORBIDDEN_KAFKA_OPTIONS = {
+    "kafka.group.id": "the reader never joins a consumer group; remove it",
+    "kafka.enable.auto.commit": "the reader never commits offsets; progress lives in the checkpoint",
+    "kafka.auto.offset.reset": "use startingOffsets and failOnDataLoss instead",
+    "kafka.enable.partition.eof": "the reader needs partition-EOF events to end ranges",
+}
+
+
+class KafkaMetadataError(RuntimeError):
+    """Broker metadata (topics, log offsets) could not be read."""
+
+
+@dataclass(frozen=True)
+class KafkaReadOptions:
+    """The source options, parsed and validated once on the driver (picklable for workers)."""
+
+    client_config: Mapping[str, str] = field(repr=False)  # may hold credentials
+    subscription: Subscription
+    starting: OffsetsSpec
+    ending: OffsetsSpec
+    fail_on_data_loss: bool
+    max_offsets_per_trigger: int | None
+    max_records_per_partition: int
+    poll_timeout_s: float
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> KafkaReadOptions:
+        lowered = {name.lower(): value for name, value in options.items()}
+        for name, hint in _FORBIDDEN_KAFKA_OPTIONS.items():
+            if name in lowered:
+                raise OffsetOptionError(f"option {name} is not supported: {hint}")
+        if not lowered.get("kafka.bootstrap.servers"):
+            raise OffsetOptionError("option kafka.bootstrap.servers is required")
+        if lowered.get("includeheaders", "true").lower() != "true":
+            raise OffsetOptionError("offsetlake_kafka always includes headers (includeHeaders=true)")
+        if streaming and lowered.get("endingoffsets"):
+            raise OffsetOptionError("endingOffsets is for batch reads only")
+        if not streaming and lowered.get("maxoffsetspertrigger"):
+            raise OffsetOptionError("maxOffsetsPerTrigger is for streaming reads only")
+        max_offsets = lowered.get("maxoffsetspertrigger")
+        return cls(
+            client_config=kafka_options_to_librdkafka(lowered),
+            subscription=Subscription.from_options(lowered),
+            # Spark's defaults: streams start at the end, batches read everything.
+            starting=OffsetsSpec.parse(
+                lowered.get("startingoffsets"),
+                option="startingOffsets",
+                default=LATEST if streaming else EARLIEST,
+            ),
+            ending=OffsetsSpec.parse(lowered.get("endingoffsets"), option="endingOffsets", default=LATEST),
+            fail_on_data_loss=_parse_bool(lowered.get("failondataloss", "true"), "failOnDataLoss"),
+            max_offsets_per_trigger=_parse_positive_int(max_offsets, "maxOffsetsPerTrigger")
+            if max_offsets
+            else None,
+            max_records_per_partition=_parse_positive_int(
+                lowered.get("maxrecordsperpartition", str(DEFAULT_MAX_RECORDS_PER_PARTITION)),
+                "maxRecordsPerPartition",
+            ),
+            poll_timeout_s=_parse_positive_int(
+                lowered.get("kafkaconsumer.polltimeoutms", str(DEFAULT_POLL_TIMEOUT_MS)),
+                "kafkaConsumer.pollTimeoutMs",
+            )
+            / 1000,
+        )
+
+
+@dataclass(frozen=True)
+class KafkaRangePartition(InputPartition):
+    """One Spark task: one offset range of one topic-partition."""
+
+    offset_range: OffsetRange
+
+
+class ClusterMetadata:
+    """Topic layout and log offsets of one cluster, for planning on the driver."""
+
+    def __init__(self, client_config: Mapping[str, str], timeout_s: float) -> None:
+        self._client_config = dict(client_config)
+        self._timeout_s = timeout_s
+        self._admin: AdminClient | None = None
+
+    def partition_counts(self) -> dict[str, int]:
+        """topic -> number of partitions, for every topic the client may see."""
+        try:
+            metadata = self._client().list_topics(timeout=self._timeout_s)
+        except KafkaException as error:
+            raise KafkaMetadataError(f"listing topics failed: {error}") from error
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+    def log_offsets(
+        self, keys: Sequence[PartitionKey]
+    ) -> tuple[dict[PartitionKey, int], dict[PartitionKey, int]]:
+        """(log start, log end) per partition; the end honours the configured isolation.level."""
+        level = (
+            IsolationLevel.READ_COMMITTED
+            if self._client_config.get("isolation.level") == "read_committed"
+            else IsolationLevel.READ_UNCOMMITTED
+        )
+        return (
+            self._list_offsets(keys, OffsetSpec.earliest(), level),
+            self._list_offsets(keys, OffsetSpec.latest(), level),
+        )
+
+    def close(self) -> None:
+        self._admin = None
+
+    def _list_offsets(self, keys: Sequence[PartitionKey], spec: Any, level: Any) -> dict[PartitionKey, int]:
+        if not keys:
+            return {}
+        futures = self._client().list_offsets(
+            {TopicPartition(topic, partition): spec for topic, partition in keys},
+            isolation_level=level,
+            request_timeout=self._timeout_s,
+        )
+        offsets = {}
+        for tp, future in futures.items():
+            try:
+                offsets[(tp.topic, tp.partition)] = future.result(timeout=self._timeout_s).offset
+            except (KafkaException, TimeoutError) as error:
+                raise KafkaMetadataError(
+                    f"listing offsets of {tp.topic}-{tp.partition} failed: {error}"
+                ) from error
+        return offsets
+
+    def _client(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self._client_config)
+        return self._admin
+
+
+class KafkaBatchReader(DataSourceReader):
+    def __init__(self, options: KafkaReadOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> list[InputPartition]:
+        metadata = ClusterMetadata(self.options.client_config, self.options.poll_timeout_s)
+        keys = self.options.subscription.select(metadata.partition_counts())
+        log_start, log_end = metadata.log_offsets(keys)
+        ranges = plan_batch_ranges(
+            keys,
+            log_start,
+            log_end,
+            self.options.starting,
+            self.options.ending,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+        )
+        return [KafkaRangePartition(r) for r in split_ranges(ranges, self.options.max_records_per_partition)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read_partition(self.options, partition)
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over offset ranges; lives on the driver between triggers."""
+
+    def __init__(self, options: KafkaReadOptions) -> None:
+        self.options = options
+        self._available_now_target: dict[PartitionKey, int] | None = None
+        self._metadata: ClusterMetadata | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The reader is pickled to Spark workers for read(); the admin client stays behind.
+        return {**self.__dict__, "_metadata": None}
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:  # noqa: N802 (Spark API)
+        keys, log_start, log_end = self._current_layout()
+        return to_stream_offset(
+            self.options.starting.resolve(keys, log_start, log_end, option="startingOffsets")
+        )
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark API)
+        if self.options.max_offsets_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.options.max_offsets_per_trigger)
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
+        self._available_now_target = self._current_layout()[2]
+
+    def latestOffset(self, start: dict[str, dict[str, int]], limit: ReadLimit) -> dict[str, dict[str, int]]:  # noqa: N802 (Spark API)
+        _, log_start, log_end = self._current_layout()
+        end = next_stream_end(
+            from_stream_offset(start),
+            log_start,
+            log_end,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+            max_offsets=limit.max_rows if isinstance(limit, ReadMaxRows) else None,
+            target=self._available_now_target,
+        )
+        return to_stream_offset(end)
+
+    def partitions(
+        self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
+    ) -> list[InputPartition]:
+        end_offsets = from_stream_offset(end)
+        log_start, _ = self._cluster().log_offsets(sorted(end_offsets))
+        ranges = plan_stream_ranges(
+            from_stream_offset(start),
+            end_offsets,
+            log_start,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+        )
+        return [KafkaRangePartition(r) for r in split_ranges(ranges, self.options.max_records_per_partition)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read_partition(self.options, partition)
+
+    def stop(self) -> None:
+        if self._metadata is not None:
+            self._metadata.close()
+
+    def _current_layout(self) -> tuple[list[PartitionKey], dict[PartitionKey, int], dict[PartitionKey, int]]:
+        metadata = self._cluster()
+        keys = self.options.subscription.select(metadata.partition_counts())
+        log_start, log_end = metadata.log_offsets(keys)
+        return keys, log_start, log_end
+
+    def _cluster(self) -> ClusterMetadata:
+        if self._metadata is None:
+            self._metadata = ClusterMetadata(self.options.client_config, self.options.poll_timeout_s)
+        return self._metadata
+
+
+class KafkaDataSource(DataSource):
+    """``spark.read.format("offsetlake_kafka")`` / ``spark.readStream.format("offsetlake_kafka")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return KAFKA_SOURCE_NAME
+
+    def schema(self) -> StructType:
+        return KAFKA_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkaBatchReader(KafkaReadOptions.parse(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
+        return KafkaStreamReader(KafkaReadOptions.parse(self.options, streaming=True))
+
+
+@dataclass(frozen=True)
+class GroupSnapshotOptions:
+    client_config: Mapping[str, str] = field(repr=False)  # may hold credentials
+    include: str
+    exclude: str | None
+    timeout_s: float
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> GroupSnapshotOptions:
+        lowered = {name.lower(): value for name, value in options.items()}
+        if not lowered.get("kafka.bootstrap.servers"):
+            raise ValueError("option kafka.bootstrap.servers is required")
+        include = lowered.get("groups.include") or DEFAULT_INCLUDE
+        exclude = lowered.get("groups.exclude", DEFAULT_EXCLUDE) or None
+        select_groups([], include, exclude)  # validate the regexes on the driver, before any task runs
+        timeout_ms = int(lowered.get("requesttimeoutms", DEFAULT_GROUP_SNAPSHOT_TIMEOUT_MS))
+        return cls(kafka_options_to_librdkafka(lowered), include, exclude, timeout_ms / 1000)
+
+    def snapshot_batch(self) -> Iterator[pa.RecordBatch]:
+        """One Arrow batch holding a fresh snapshot (nothing when no group has offsets)."""
+        rows = snapshot_group_offsets(self.client_config, self.include, self.exclude, self.timeout_s)
+        if not rows:
+            return
+        schema = to_arrow_schema(GROUP_OFFSETS_SCHEMA, timezone="UTC")
+        columns = {field.name: [getattr(row, field.name) for row in rows] for field in GROUP_OFFSETS_SCHEMA}
+        yield pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+@dataclass(frozen=True)
+class SnapshotPartition(InputPartition):
+    snapshot_ms: int
+
+
+class GroupOffsetsBatchReader(DataSourceReader):
+    def __init__(self, options: GroupSnapshotOptions) -> None:
+        self.options = options
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return self.options.snapshot_batch()
+
+
+class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """One new snapshot per micro-batch, so a streaming table keeps the snapshot history.
+
+    The offset is just the snapshot's request time in epoch ms; the data is whatever the groups
+    have committed when the micro-batch runs.
+    """
+
+    def __init__(self, options: GroupSnapshotOptions) -> None:
+        self.options = options
+        self._available_now_target: int | None = None
+
+    def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark API)
+        return {"snapshot_ms": 0}
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
+        self._available_now_target = _now_ms()
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:  # noqa: N802 (Spark API)
+        latest = self._available_now_target if self._available_now_target is not None else _now_ms()
+        return {"snapshot_ms": max(latest, start["snapshot_ms"])}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        if end["snapshot_ms"] <= start["snapshot_ms"]:
+            return []
+        return [SnapshotPartition(end["snapshot_ms"])]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return self.options.snapshot_batch()
+
+
+class GroupOffsetsDataSource(DataSource):
+    """``spark.read`` / ``spark.readStream`` ``.format("offsetlake_group_offsets")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return GROUP_OFFSETS_SOURCE_NAME
+
+    def schema(self) -> StructType:
+        return GROUP_OFFSETS_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return GroupOffsetsBatchReader(GroupSnapshotOptions.parse(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
+        return GroupOffsetsStreamReader(GroupSnapshotOptions.parse(self.options))
+
+
+def register_data_sources(spark: SparkSession) -> None:
+    """Register ``offsetlake_kafka`` and ``offsetlake_group_offsets``; safe to call repeatedly."""
+    for source in (KafkaDataSource, GroupOffsetsDataSource):
+        spark.dataSource.register(source)
+
+
+def _read_partition(options: KafkaReadOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    if not isinstance(partition, KafkaRangePartition):
+        # Spark plans one placeholder partition when a batch read has no ranges at all.
+        return iter(())
+    return read_offset_range(
+        options.client_config,
+        partition.offset_range,
+        to_arrow_schema(KAFKA_SCHEMA, timezone="UTC"),
+        fail_on_data_loss=options.fail_on_data_loss,
+        poll_timeout_s=options.poll_timeout_s,
+    )
+
+
+def _parse_bool(value: str, option: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise OffsetOptionError(f"{option} must be true or false, not {value!r}")
+    return lowered == "true"
+
+
+def _parse_positive_int(value: str, option: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as error:
+        raise OffsetOptionError(f"{option} must be a whole number, not {value!r}") from error
+    if number < 1:
+        raise OffsetOptionError(f"{option} must be >= 1, not {number}")
+    return number
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
