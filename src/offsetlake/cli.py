@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 COMMAND_MODULES: tuple[str, ...] = (
     "offsetlake.kafka.local_cli",
+    "offsetlake.apply.cli",
 )
 
 

@@ -1,0 +1,179 @@
+"""The ``apply_audit`` table: every plan row and every result, queryable beside the gold tables.
+
+A run appends its plan rows (stage ``plan``) before altering anything and its results (stage
+``result``) afterwards. If a run dies in between, its plan is still visible, and the rerun finds
+the target already at the planned offsets and converges to ``noop``. The verified results are
+also the memory of what was applied: a later run refuses translations older than those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from offsetlake.apply.executor import Outcome, PartitionResult
+from offsetlake.apply.gold import from_micros, table_name
+from offsetlake.apply.planner import GroupPartition, PlanRow
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+AUDIT_TABLE = "apply_audit"
+DRY_RUN_ACTION = "dry_run"
+
+
+class Mode(StrEnum):
+    DRY_RUN = "dry_run"
+    APPLY = "apply"
+
+
+class Stage(StrEnum):
+    PLAN = "plan"
+    RESULT = "result"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    mode: Mode
+    started_at: datetime
+    as_of: datetime | None
+
+
+AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "STRING"),
+    ("mode", "STRING"),
+    ("stage", "STRING"),
+    ("source_cluster", "STRING"),
+    ("consumer_group", "STRING"),
+    ("topic", "STRING"),
+    ("partition", "INT"),
+    ("previous_offset", "BIGINT"),
+    ("translated_offset", "BIGINT"),
+    ("planned_offset", "BIGINT"),
+    ("applied_offset", "BIGINT"),
+    ("read_back_offset", "BIGINT"),
+    ("verified", "BOOLEAN"),
+    ("action", "STRING"),
+    ("plan_action", "STRING"),
+    ("outcome", "STRING"),
+    ("reason", "STRING"),
+    ("error", "STRING"),
+    ("records_reread", "BIGINT"),
+    ("records_skipped", "BIGINT"),
+    ("source_timestamp", "TIMESTAMP"),
+    ("as_of", "TIMESTAMP"),
+    ("run_started_at", "TIMESTAMP"),
+    ("recorded_at", "TIMESTAMP"),
+)
+
+
+def audit_table_name(schema: str, catalog: str | None = None) -> str:
+    return table_name(AUDIT_TABLE, schema, catalog)
+
+
+def plan_records(plan: Sequence[PlanRow], run: RunInfo) -> list[tuple[Any, ...]]:
+    """Audit rows for a plan; a dry run records ``dry_run`` as the action and the verdict beside it."""
+    recorded_at = datetime.now(UTC)
+    action_override = DRY_RUN_ACTION if run.mode is Mode.DRY_RUN else None
+    return [
+        _record(
+            run,
+            stage=Stage.PLAN,
+            row=row,
+            action=action_override or row.action.value,
+            result=None,
+            recorded_at=recorded_at,
+        )
+        for row in plan
+    ]
+
+
+def result_records(results: Sequence[PartitionResult], run: RunInfo) -> list[tuple[Any, ...]]:
+    return [
+        _record(
+            run,
+            stage=Stage.RESULT,
+            row=result.row,
+            action=result.row.action.value,
+            result=result,
+            recorded_at=result.finished_at,
+        )
+        for result in results
+    ]
+
+
+def append_audit(spark: SparkSession, table: str, records: Iterable[tuple[Any, ...]]) -> int:
+    """Append rows (creating the table in the session's default format on first use)."""
+    records = list(records)
+    if records:
+        spark.createDataFrame(records, _schema()).write.mode("append").saveAsTable(table)
+    return len(records)
+
+
+def read_last_applied(spark: SparkSession, table: str) -> dict[GroupPartition, datetime]:
+    """Per group-partition, the source time of the translation most recently applied and verified.
+
+    The most recent, not the newest: after a deliberate restore (--as-of --allow-rewind), later
+    runs compare against the restored translation, exactly as the commit marker on the target does.
+    """
+    if not spark.catalog.tableExists(table.replace("`", "")):
+        return {}
+    rows = spark.sql(
+        "SELECT consumer_group, topic, `partition`, "
+        "max_by(unix_micros(source_timestamp), recorded_at) AS applied_micros "
+        f"FROM {table} WHERE mode = '{Mode.APPLY}' AND stage = '{Stage.RESULT}' AND verified "
+        "GROUP BY consumer_group, topic, `partition`"
+    ).collect()
+    return {
+        (row["consumer_group"], row["topic"], row["partition"]): from_micros(row["applied_micros"])
+        for row in rows
+        if row["applied_micros"] is not None
+    }
+
+
+def _record(
+    run: RunInfo,
+    *,
+    stage: Stage,
+    row: PlanRow,
+    action: str,
+    result: PartitionResult | None,
+    recorded_at: datetime,
+) -> tuple[Any, ...]:
+    return (
+        run.run_id,
+        run.mode.value,
+        stage.value,
+        row.source_cluster,
+        row.consumer_group,
+        row.topic,
+        row.partition,
+        row.current_offset,
+        row.translated_offset,
+        row.planned_offset,
+        result.applied_offset if result else None,
+        result.read_back_offset if result else None,
+        result.outcome is Outcome.APPLIED if result else None,
+        action,
+        row.action.value,
+        result.outcome.value if result else None,
+        row.reason,
+        result.error if result else None,
+        row.records_reread,
+        row.records_skipped,
+        row.source_timestamp,
+        run.as_of,
+        run.started_at,
+        recorded_at,
+    )
+
+
+def _schema() -> StructType:
+    from pyspark.sql.types import StructType
+
+    return StructType.fromDDL(", ".join(f"`{name}` {kind}" for name, kind in AUDIT_COLUMNS))

@@ -1,0 +1,109 @@
+"""Reads the translated offsets the apply job writes: gold ``latest_offsets`` or ``offset_history``.
+
+Timestamps leave Spark as epoch microseconds and become UTC datetimes here: PySpark's collect()
+turns TIMESTAMP values into naive datetimes in the driver's local time zone, which would shift
+every age and as-of comparison on a driver that is not on UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from offsetlake.apply.planner import GoldOffset
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+LATEST_OFFSETS = "latest_offsets"
+OFFSET_HISTORY = "offset_history"
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_COLUMNS = (
+    "source_cluster, consumer_group, topic, `partition`, downstream_offset, method, "
+    "unix_micros(source_timestamp) AS source_micros"
+)
+# latest_offsets may carry when each translation was last re-observed (the pipeline writes it);
+# without it, a translation is only known to hold at its source_timestamp.
+_LAST_OBSERVED = "last_observed_at"
+_REQUIRED = ("source_cluster", "consumer_group", "topic", "partition", "downstream_offset", "source_micros")
+
+
+class GoldTableError(ValueError):
+    """The gold table is missing or holds rows the apply job cannot use."""
+
+
+def table_name(table: str, schema: str, catalog: str | None = None) -> str:
+    """``catalog.schema.table`` on Unity Catalog, ``schema.table`` on the local metastore."""
+    parts = [catalog, schema, table] if catalog else [schema, table]
+    return ".".join(f"`{part}`" for part in parts)
+
+
+def read_latest_offsets(spark: SparkSession, schema: str, catalog: str | None = None) -> list[GoldOffset]:
+    """Every current translation in ``latest_offsets``."""
+    name = table_name(LATEST_OFFSETS, schema, catalog)
+    observed = "source_timestamp"
+    if _LAST_OBSERVED in _columns(spark, name):
+        observed = f"coalesce({_LAST_OBSERVED}, source_timestamp)"
+    return _collect(spark, f"SELECT {_COLUMNS}, unix_micros({observed}) AS observed_micros FROM {name}", name)
+
+
+def read_offsets_as_of(
+    spark: SparkSession, as_of: datetime, schema: str, catalog: str | None = None
+) -> list[GoldOffset]:
+    """The translations that were current at ``as_of``, from ``offset_history``."""
+    if as_of.tzinfo is None:
+        raise GoldTableError(f"--as-of needs a time zone: {as_of.isoformat()}")
+    name = table_name(OFFSET_HISTORY, schema, catalog)
+    at = f"timestamp_micros({to_micros(as_of)})"
+    query = (
+        f"SELECT {_COLUMNS}, unix_micros(source_timestamp) AS observed_micros FROM {name} "
+        f"WHERE valid_from <= {at} AND (valid_to IS NULL OR valid_to > {at})"
+    )
+    return _collect(spark, query, name)
+
+
+def to_micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def _columns(spark: SparkSession, name: str) -> list[str]:
+    from pyspark.errors import AnalysisException
+
+    try:
+        return spark.table(name).columns
+    except AnalysisException as error:
+        raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
+
+
+def _collect(spark: SparkSession, query: str, name: str) -> list[GoldOffset]:
+    from pyspark.errors import AnalysisException
+
+    try:
+        rows = spark.sql(query).collect()
+    except AnalysisException as error:
+        raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
+    offsets = []
+    for row in rows:
+        missing = [column for column in _REQUIRED if row[column] is None]
+        if missing:
+            raise GoldTableError(
+                f"gold table {name} has a row with NULL {', '.join(missing)}: {row.asDict()}"
+            )
+        offsets.append(
+            GoldOffset(
+                source_cluster=row["source_cluster"],
+                consumer_group=row["consumer_group"],
+                topic=row["topic"],
+                partition=row["partition"],
+                downstream_offset=row["downstream_offset"],
+                source_timestamp=from_micros(row["source_micros"]),
+                method=row["method"] or "",
+                observed_at=from_micros(row["observed_micros"]),
+            )
+        )
+    return offsets

@@ -1,0 +1,330 @@
+"""Pure planning: gold offsets + the target cluster's state -> one plan row per group-partition.
+
+Every safety decision of the apply job is taken here, without Spark or Kafka, so each guard is a
+plain function of its inputs and can be tested exhaustively. The executor only carries out rows
+whose action alters offsets; everything else is reported with its reason and left untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+MARKER_PREFIX = "offsetlake"
+
+# Group states in which nobody consumes, so an alter cannot race a member's commits. A group the
+# target never saw is described as Dead (Apache Kafka < 4), reported GROUP_ID_NOT_FOUND (KIP-1043)
+# or Empty (Tansu); all three are safe. Anything else, including an unparsable state, is active.
+SAFE_GROUP_STATES = frozenset({"Empty", "Dead", "NotFound"})
+
+GroupPartition = tuple[str, str, int]
+TopicPartitionKey = tuple[str, int]
+
+
+class Action(StrEnum):
+    APPLY = "apply"
+    NOOP = "noop"
+    CLAMP_TO_LOG_END = "clamp_to_log_end"
+    CLAMP_TO_LOG_START = "clamp_to_log_start"
+    SKIP_ACTIVE_GROUP = "skip_active_group"
+    SKIP_WOULD_REWIND = "skip_would_rewind"
+    SKIP_MISSING_TOPIC = "skip_missing_topic"
+    SKIP_STALE = "skip_stale"
+    SKIP_CONFLICT = "skip_conflict"
+
+    @property
+    def alters(self) -> bool:
+        """True for the actions the executor carries out."""
+        return self in _ALTERING
+
+
+_ALTERING = frozenset({Action.APPLY, Action.CLAMP_TO_LOG_END, Action.CLAMP_TO_LOG_START})
+
+
+class ActiveGroupPolicy(StrEnum):
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+class PlanError(ValueError):
+    """Inputs the planner cannot reason about (bad regex, duplicate keys, negative bounds)."""
+
+
+@dataclass(frozen=True)
+class GoldOffset:
+    """One translated offset from gold (``latest_offsets`` or ``offset_history`` as of a time).
+
+    ``source_timestamp`` identifies the translation (when this offset was first observed);
+    ``observed_at`` is the latest evidence that it still holds (gold ``last_observed_at``). An idle
+    group keeps an old source_timestamp while its translation is re-observed, so age is measured
+    from ``observed_at`` when gold has it.
+    """
+
+    source_cluster: str
+    consumer_group: str
+    topic: str
+    partition: int
+    downstream_offset: int
+    source_timestamp: datetime
+    method: str = ""
+    observed_at: datetime | None = None
+
+    @property
+    def key(self) -> GroupPartition:
+        return (self.consumer_group, self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class LogBounds:
+    """A partition's log start offset and log end offset (the next offset to be written)."""
+
+    log_start: int
+    log_end: int
+
+
+@dataclass(frozen=True)
+class CommittedOffset:
+    offset: int
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class TargetState:
+    """What the target cluster looks like for the groups and partitions being planned."""
+
+    group_states: Mapping[str, str]
+    committed: Mapping[GroupPartition, CommittedOffset]
+    log_bounds: Mapping[TopicPartitionKey, LogBounds]
+    partition_counts: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which groups and topics a run may touch (regexes must match the whole name)."""
+
+    groups: str = ".*"
+    exclude_groups: str | None = None
+    topics: str = ".*"
+    exclude_topics: str | None = None
+
+    def compiled(
+        self,
+    ) -> tuple[re.Pattern[str], re.Pattern[str] | None, re.Pattern[str], re.Pattern[str] | None]:
+        return (
+            _compile(self.groups, "--groups"),
+            _compile(self.exclude_groups, "--exclude-groups") if self.exclude_groups else None,
+            _compile(self.topics, "--topics"),
+            _compile(self.exclude_topics, "--exclude-topics") if self.exclude_topics else None,
+        )
+
+
+@dataclass(frozen=True)
+class Guards:
+    """The safety switches of one run; the defaults are the safe ones."""
+
+    # The time translations are aged against: the wall clock, or the --as-of time of a restore.
+    reference_time: datetime
+    max_age: timedelta | None = timedelta(hours=1)
+    allow_rewind: bool = False
+    active_group_policy: ActiveGroupPolicy = ActiveGroupPolicy.FAIL
+    # Source timestamp of the translation already applied per group-partition (from the audit
+    # table and the commit-metadata marker): anything older is refused unless rewinds are allowed.
+    last_applied: Mapping[GroupPartition, datetime] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One group-partition: what the target has, what gold says, and what the run will do.
+
+    Offsets are committed positions, as Kafka stores them: the next record the group will read.
+    """
+
+    source_cluster: str
+    consumer_group: str
+    topic: str
+    partition: int
+    translated_offset: int | None
+    planned_offset: int | None
+    current_offset: int | None
+    action: Action
+    reason: str
+    source_timestamp: datetime | None
+
+    @property
+    def key(self) -> GroupPartition:
+        return (self.consumer_group, self.topic, self.partition)
+
+    @property
+    def records_reread(self) -> int | None:
+        """Records the group reads again after the change (it moves backwards)."""
+        if self.planned_offset is None or self.current_offset is None:
+            return None
+        return max(0, self.current_offset - self.planned_offset)
+
+    @property
+    def records_skipped(self) -> int | None:
+        """Records the group will never read after the change (it moves forwards)."""
+        if self.planned_offset is None or self.current_offset is None:
+            return None
+        return max(0, self.planned_offset - self.current_offset)
+
+
+def select_offsets(offsets: Iterable[GoldOffset], selection: Selection) -> list[GoldOffset]:
+    """The gold offsets whose group and topic pass the include/exclude regexes."""
+    groups, exclude_groups, topics, exclude_topics = selection.compiled()
+    return [
+        offset
+        for offset in offsets
+        if groups.fullmatch(offset.consumer_group)
+        and not (exclude_groups and exclude_groups.fullmatch(offset.consumer_group))
+        and topics.fullmatch(offset.topic)
+        and not (exclude_topics and exclude_topics.fullmatch(offset.topic))
+    ]
+
+
+def build_plan(offsets: Sequence[GoldOffset], target: TargetState, guards: Guards) -> list[PlanRow]:
+    """One row per (group, topic, partition), sorted, each with its action and the reason for it."""
+    by_key: dict[GroupPartition, list[GoldOffset]] = defaultdict(list)
+    for offset in offsets:
+        if offset.downstream_offset < 0:
+            raise PlanError(f"negative downstream offset in gold: {offset}")
+        by_key[offset.key].append(offset)
+    return [_plan_partition(key, candidates, target, guards) for key, candidates in sorted(by_key.items())]
+
+
+def refused_by_active_policy(plan: Sequence[PlanRow], guards: Guards) -> list[str]:
+    """Active groups that make the whole run refuse under the ``fail`` policy (sorted)."""
+    if guards.active_group_policy is not ActiveGroupPolicy.FAIL:
+        return []
+    return sorted({row.consumer_group for row in plan if row.action is Action.SKIP_ACTIVE_GROUP})
+
+
+def commit_marker(run_id: str, source_timestamp: datetime) -> str:
+    """Commit metadata naming who set an offset: ``offsetlake:<run id>:<source epoch ms>``."""
+    if ":" in run_id:
+        raise PlanError(f"run id must not contain ':': {run_id!r}")
+    return f"{MARKER_PREFIX}:{run_id}:{int(source_timestamp.timestamp() * 1000)}"
+
+
+def marker_source_millis(metadata: str) -> int | None:
+    """The source timestamp (epoch ms) in one of our commit markers, None for anyone else's."""
+    parts = metadata.split(":")
+    if len(parts) != 3 or parts[0] != MARKER_PREFIX or not parts[2].isdigit():
+        return None
+    return int(parts[2])
+
+
+def _plan_partition(
+    key: GroupPartition, candidates: list[GoldOffset], target: TargetState, guards: Guards
+) -> PlanRow:
+    group, topic, partition = key
+    committed = target.committed.get(key)
+    current = committed.offset if committed is not None else None
+    distinct_offsets = sorted({candidate.downstream_offset for candidate in candidates})
+    newest = max(candidates, key=lambda candidate: candidate.source_timestamp)
+    sources = ",".join(sorted({candidate.source_cluster for candidate in candidates}))
+
+    def row(action: Action, reason: str, planned: int | None = None) -> PlanRow:
+        translated = newest.downstream_offset if len(distinct_offsets) == 1 else None
+        return PlanRow(
+            source_cluster=sources,
+            consumer_group=group,
+            topic=topic,
+            partition=partition,
+            translated_offset=translated,
+            planned_offset=planned,
+            current_offset=current,
+            action=action,
+            reason=reason,
+            source_timestamp=newest.source_timestamp,
+        )
+
+    if len(distinct_offsets) > 1:
+        # Two source clusters claim different positions for the same target partition: picking
+        # one would silently skip or replay data, so the operator decides (narrow --groups/--topics).
+        return row(
+            Action.SKIP_CONFLICT,
+            f"source clusters {sources} translate to different offsets {distinct_offsets}",
+        )
+    translated = newest.downstream_offset
+    partition_count = target.partition_counts.get(topic)
+    if partition_count is None:
+        return row(Action.SKIP_MISSING_TOPIC, f"topic {topic} does not exist on the target")
+    if partition >= partition_count:
+        return row(
+            Action.SKIP_MISSING_TOPIC,
+            f"partition {partition} does not exist (topic {topic} has {partition_count})",
+        )
+    last_seen = max(candidate.observed_at or candidate.source_timestamp for candidate in candidates)
+    stale = _staleness(key, newest.source_timestamp, last_seen, guards)
+    if stale is not None:
+        return row(Action.SKIP_STALE, stale)
+    state = target.group_states.get(group, "Unknown")
+    if state not in SAFE_GROUP_STATES:
+        return row(Action.SKIP_ACTIVE_GROUP, f"group is {state} on the target (has active members)")
+    bounds = target.log_bounds.get((topic, partition))
+    if bounds is None:
+        raise PlanError(f"no log bounds read for {topic}-{partition}")
+
+    planned, action, reason = translated, Action.APPLY, f"translated offset {translated}"
+    if translated > bounds.log_end:
+        planned, action = bounds.log_end, Action.CLAMP_TO_LOG_END
+        reason = f"translated offset {translated} is past the log end {bounds.log_end}"
+    elif translated < bounds.log_start:
+        planned, action = bounds.log_start, Action.CLAMP_TO_LOG_START
+        reason = f"translated offset {translated} is before the log start {bounds.log_start} (deleted)"
+
+    if current is not None and planned < current and not guards.allow_rewind:
+        return row(
+            Action.SKIP_WOULD_REWIND,
+            f"group is at {current}, ahead of {planned}: would re-read {current - planned} records "
+            "(pass --allow-rewind)",
+            planned,
+        )
+    if current == planned:
+        return row(Action.NOOP, f"already at {planned}", planned)
+    if current is None:
+        reason += "; the group has no committed offset here yet"
+    return row(action, reason, planned)
+
+
+def _staleness(
+    key: GroupPartition, source_timestamp: datetime, last_seen: datetime, guards: Guards
+) -> str | None:
+    """Why a translation is too old to apply, or None."""
+    if guards.max_age is not None:
+        age = guards.reference_time - last_seen
+        if age > guards.max_age:
+            return (
+                f"translation last observed {_format_age(age)} ago, older than --max-age "
+                f"{_format_age(guards.max_age)}"
+            )
+    applied = guards.last_applied.get(key)
+    if applied is not None and source_timestamp < applied and not guards.allow_rewind:
+        return (
+            f"translation from {source_timestamp.isoformat()} is older than the one already applied "
+            f"({applied.isoformat()}); pass --allow-rewind to restore it"
+        )
+    return None
+
+
+def _format_age(age: timedelta) -> str:
+    """``1d2h``, ``15m``, ``42s``: the same units --max-age accepts."""
+    remaining = int(age.total_seconds())
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if remaining >= size:
+            parts.append(f"{remaining // size}{unit}")
+            remaining %= size
+    return "".join(parts) or "0s"
+
+
+def _compile(pattern: str, flag: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise PlanError(f"{flag}: invalid regex {pattern!r}: {error}") from error

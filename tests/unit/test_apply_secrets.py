@@ -1,0 +1,88 @@
+"""Kafka client settings from a secret scope, and keeping their values out of output."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import pytest
+
+from offsetlake.apply.secrets import (
+    DatabricksSecrets,
+    SecretScrubber,
+    kafka_options_from_scope,
+    target_client_config,
+)
+
+JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="svc" password="pw-1";'
+
+
+class DictScope:
+    def __init__(self, secrets: dict[str, str]) -> None:
+        self.secrets = secrets
+
+    def list_keys(self, scope: str) -> list[str]:
+        return list(self.secrets)
+
+    def get(self, scope: str, key: str) -> str:
+        return self.secrets[key]
+
+
+def test_only_kafka_entries_of_the_scope_become_client_options() -> None:
+    scope = DictScope(
+        {"kafka.sasl.jaas.config": JAAS, "kafka.security.protocol": "SASL_SSL", "db.token": "t"}
+    )
+    options = kafka_options_from_scope(scope, "failover")
+    assert options == {"kafka.sasl.jaas.config": JAAS, "kafka.security.protocol": "SASL_SSL"}
+    config = target_client_config("broker:9093", options)
+    assert config == {
+        "bootstrap.servers": "broker:9093",
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "svc",
+        "sasl.password": "pw-1",
+    }
+
+
+def test_the_bootstrap_flag_wins_and_one_is_required() -> None:
+    assert target_client_config("flag:9092", {"kafka.bootstrap.servers": "scope:9092"})[
+        "bootstrap.servers"
+    ] == ("flag:9092")
+    assert (
+        target_client_config(None, {"kafka.bootstrap.servers": "scope:9092"})["bootstrap.servers"]
+        == "scope:9092"
+    )
+    with pytest.raises(ValueError, match="--target-bootstrap-servers"):
+        target_client_config(None, {})
+
+
+def test_scrubber_masks_secret_names_at_any_length_and_long_settings() -> None:
+    scrubber = SecretScrubber(
+        {"kafka.sasl.password": "pw1", "kafka.client.id": "failover-client", "kafka.acks": "1", "kafka.x": ""}
+    )
+    text = "group at 1 with pw1 from failover-client"
+    assert scrubber.scrub(text) == "group at 1 with *** from ***"
+    assert SecretScrubber().scrub(text) == text
+
+
+@dataclass
+class _Secret:
+    key: str | None = None
+    value: str | None = None
+
+
+class _SecretsApi:
+    def list_secrets(self, scope: str) -> list[_Secret]:
+        return [_Secret(key="kafka.sasl.password"), _Secret(key="note")]
+
+    def get_secret(self, scope: str, key: str) -> _Secret:
+        return _Secret(key=key, value=base64.b64encode(f"{scope}/{key}-é".encode()).decode())
+
+
+class _Workspace:
+    secrets = _SecretsApi()
+
+
+def test_databricks_secret_values_are_base64_decoded() -> None:
+    secrets = DatabricksSecrets(_Workspace())  # type: ignore[arg-type]
+    assert secrets.list_keys("s") == ["kafka.sasl.password", "note"]
+    assert secrets.get("s", "kafka.sasl.password") == "s/kafka.sasl.password-é"
