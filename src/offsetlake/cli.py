@@ -14,7 +14,9 @@ from collections.abc import Sequence
 
 COMMAND_MODULES: tuple[str, ...] = (
     "offsetlake.kafka.local_cli",
+    "offsetlake.pipeline.runner",
     "offsetlake.apply.cli",
+    "offsetlake.demo",
 )
 
 

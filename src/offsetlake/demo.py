@@ -1,0 +1,554 @@
+"""`offsetlake demo`: the end-to-end failover scenario on two local clusters, verified by real consumers.
+
+It starts a fresh source and target cluster, lets the MM2 simulator replicate two topics over a
+few commit intervals (records already on the target, transaction markers and filtered records make
+target offsets diverge), and positions four consumer groups on the source:
+
+- one far behind (older than the latest offset sync: MM2's sparse sync store translates it
+  imprecisely),
+- one caught up,
+- one that is active on the target during the apply (it must be refused and left alone),
+- one excluded by the default group filter (``console-consumer-*``: never translated, never touched).
+
+Then it runs the pipeline, prints the plan, applies it with ``--active-group-policy skip``, and
+proves the failover: a consumer joins each applied group on the target, starts from the committed
+position and reads on; every record the group had not processed on the source must be read (none
+skipped), and the records read again are counted. Exit status 1 if any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TextIO
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from offsetlake.apply import cli as apply_cli
+from offsetlake.config import HOME_ENV, local_home
+from offsetlake.kafka.local_cluster import ClusterPair, LocalClusterError, running_clusters
+from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
+from offsetlake.pipeline.runner import run_pipeline
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.simulate import MirrorSettings, MirrorSimulator, SimulationError
+from offsetlake.simulate.target_consumers import ConsumerCheckError, active_member, resume_group
+
+SOURCE_ALIAS = "primary"
+TARGET_ALIAS = "dr"
+ORDERS = "orders"
+PAYMENTS = "payments"
+ORDERS_PARTITIONS = 3
+PAYMENTS_PARTITIONS = 2
+PREEXISTING_TARGET_RECORDS = 5
+MAPPING_TOPIC = "_k2k-offset-mappings"
+HISTORY_TOPIC_PARTITION = (f"{SOURCE_ALIAS}.{ORDERS}", 0)
+DEMO_HOME_MARKER = ".offsetlake-demo"
+EXIT_OK = 0
+EXIT_FAILED = 1
+_TIMEOUT_S = 30.0
+
+
+class DemoError(RuntimeError):
+    """The demo cannot run as asked (the message says why); nothing was changed."""
+
+
+class Expectation(StrEnum):
+    APPLIED = "applied, then resumed without skipping"
+    REFUSED_ACTIVE = "refused: active on the target"
+    EXCLUDED = "excluded by the group filter"
+
+
+@dataclass(frozen=True)
+class DemoGroup:
+    name: str
+    role: str
+    expectation: Expectation
+
+
+FAR_BEHIND = DemoGroup("billing-far-behind", "far behind the latest offset sync", Expectation.APPLIED)
+CAUGHT_UP = DemoGroup("analytics-caught-up", "caught up with the source", Expectation.APPLIED)
+ACTIVE = DemoGroup("fulfillment-active", "mid-topic, consumer live on the target", Expectation.REFUSED_ACTIVE)
+EXCLUDED = DemoGroup("console-consumer-1234", "a console consumer", Expectation.EXCLUDED)
+GROUPS: tuple[DemoGroup, ...] = (FAR_BEHIND, CAUGHT_UP, ACTIVE, EXCLUDED)
+
+
+@dataclass(frozen=True)
+class ReplicationRound:
+    """One MM2 commit interval: what the source receives before MM2 commits and checkpoints."""
+
+    orders_per_partition: int
+    payments_per_partition: int
+    transaction_size: int
+    filter_every: int
+    description: str
+
+
+ROUNDS: tuple[ReplicationRound, ...] = (
+    ReplicationRound(150, 60, 10, 0, "orders in transactions of 10 (a commit marker after each)"),
+    ReplicationRound(150, 60, 0, 9, "every 9th order dropped by a filtering SMT"),
+    ReplicationRound(150, 60, 25, 0, "orders in transactions of 25"),
+)
+
+
+class Progress:
+    """One line per step with the seconds elapsed, so a reader sees where the time goes."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._started = time.monotonic()
+
+    def step(self, message: str) -> None:
+        print(f"[{time.monotonic() - self._started:6.1f}s] {message}", file=self._out, flush=True)
+
+    def block(self, text: str) -> None:
+        for line in text.splitlines():
+            print(f"          {line}", file=self._out)
+        self._out.flush()
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Aligned text columns: numbers right-aligned, text left-aligned."""
+    cells = [[str(header) for header in headers]] + [
+        ["-" if cell is None else str(cell) for cell in row] for row in rows
+    ]
+    widths = [max(len(line[column]) for line in cells) for column in range(len(headers))]
+    numeric = [
+        all(isinstance(row[column], int) or row[column] is None for row in rows) and bool(rows)
+        for column in range(len(headers))
+    ]
+
+    def render(line: Sequence[str]) -> str:
+        return "  ".join(
+            cell.rjust(width) if is_number else cell.ljust(width)
+            for cell, width, is_number in zip(line, widths, numeric, strict=True)
+        ).rstrip()
+
+    separator = "  ".join("-" * width for width in widths)
+    return "\n".join([render(cells[0]), separator, *(render(line) for line in cells[1:])])
+
+
+@dataclass(frozen=True)
+class PartitionVerdict:
+    group: str
+    topic: str
+    partition: int
+    source_committed: int
+    owed: str
+    mm2_checkpoint: int | None
+    """Where MM2's own checkpoint would have put the group, for comparison."""
+    mm2_re_reads: int | None
+    """Records the group would have re-read from MM2's checkpoint."""
+    resumed_at: int | None
+    records_read: int
+    re_reads: int
+    skipped: int
+    ok: bool
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="end-to-end failover on two local clusters, verified by real consumers",
+        description="Start fresh local source and target clusters, replicate with the MM2 simulator, "
+        "run the pipeline, plan and apply the failover, and verify that consumers resume on the target "
+        "without skipping a record. Exit status 1 if any verification fails.",
+    )
+    parser.add_argument(
+        "--home",
+        type=Path,
+        help="demo state directory, emptied first (default: $OFFSETLAKE_HOME/demo)",
+    )
+    parser.set_defaults(handler=handle_demo)
+
+
+def handle_demo(args: argparse.Namespace) -> int:
+    home = (args.home or local_home() / "demo").resolve()
+    try:
+        return run_demo(home, sys.stdout)
+    except (DemoError, LocalClusterError, SimulationError, ConsumerCheckError, KafkaException) as error:
+        # The clusters are already stopped: running_clusters stops them on the way out.
+        print(f"offsetlake demo: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def run_demo(home: Path, out: TextIO) -> int:
+    """The whole scenario; clusters are stopped at the end whatever happens."""
+    progress = Progress(out)
+    _fresh_home(home)
+    progress.step(f"demo home {home} (fresh); starting local source and target clusters")
+    with _local_home(home), running_clusters(home, preferred_ports=None) as clusters:
+        progress.step(
+            f"clusters up: {SOURCE_ALIAS} (source) {clusters.source.bootstrap_servers}, "
+            f"{TARGET_ALIAS} (target) {clusters.target.bootstrap_servers}"
+        )
+        outcome = _run_scenario(home, clusters, progress)
+        progress.step("stopping the clusters")
+    return outcome
+
+
+def _fresh_home(home: Path) -> None:
+    """Empty the demo home, but only one this command created: --home must never wipe a real directory."""
+    if home.exists() and any(home.iterdir()):
+        if not (home / DEMO_HOME_MARKER).exists():
+            raise DemoError(
+                f"{home} is not empty and was not created by `offsetlake demo`; choose another --home"
+            )
+        shutil.rmtree(home)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / DEMO_HOME_MARKER).write_text("created by `offsetlake demo`; emptied by its next run\n")
+
+
+@contextmanager
+def _local_home(home: Path) -> Iterator[None]:
+    """Point $OFFSETLAKE_HOME at the demo home so the pipeline, apply and SQL share its warehouse."""
+    previous = os.environ.get(HOME_ENV)
+    os.environ[HOME_ENV] = str(home)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(HOME_ENV, None)
+        else:
+            os.environ[HOME_ENV] = previous
+
+
+def _run_scenario(home: Path, clusters: ClusterPair, progress: Progress) -> int:
+    source, target = clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
+    settings = MirrorSettings(
+        source_alias=SOURCE_ALIAS,
+        target_alias=TARGET_ALIAS,
+        source_bootstrap=source,
+        target_bootstrap=target,
+        mapping_topic=MAPPING_TOPIC,
+        mapped_topics=frozenset({PAYMENTS}),
+    )
+    with MirrorSimulator(settings) as simulator:
+        committed = _replicate(simulator, progress)
+    _show_groups(committed, progress)
+
+    pipeline_ok = _run_pipeline(home, source, target, progress)
+    if not pipeline_ok:
+        progress.step("RESULT: FAIL (the pipeline failed; nothing was applied)")
+        return EXIT_FAILED
+
+    progress.step("starting the local Spark session the plan and apply jobs read gold with")
+    # Started here so its log level is lowered before the apply job logs through it.
+    get_local_spark(home).sparkContext.setLogLevel("ERROR")
+
+    remote_topics = [settings.remote_topic(ORDERS), settings.remote_topic(PAYMENTS)]
+    progress.step(
+        f"joining a live consumer to {ACTIVE.name} on the target (it keeps running during the apply)"
+    )
+    with active_member(target, ACTIVE.name, remote_topics):
+        apply_ok = _plan_and_apply(target, progress)
+
+    progress.step("verifying: one real consumer per applied group joins it on the target and reads on")
+    verdicts = _verify_resumed_groups(target, simulator, committed, remote_topics)
+    progress.block(_verdict_table(verdicts))
+    untouched = _verify_untouched_groups(target, remote_topics, progress)
+    _show_history(home, progress)
+
+    re_reads = sum(verdict.re_reads for verdict in verdicts)
+    failed = [verdict for verdict in verdicts if not verdict.ok]
+    if verdicts and not failed:
+        progress.step(
+            "no record skipped: every applied group resumed at or before its first unprocessed record "
+            f"({re_reads} records re-read in total; resuming from MM2's own checkpoints would re-read "
+            f"{sum(verdict.mm2_re_reads or 0 for verdict in verdicts)})"
+        )
+    else:
+        uncommitted = sum(1 for verdict in failed if verdict.resumed_at is None)
+        progress.step(
+            f"FAIL: {sum(verdict.skipped for verdict in failed)} records skipped; "
+            f"{uncommitted} partitions without a committed offset"
+        )
+    passed = apply_ok and untouched and bool(verdicts) and not failed
+    progress.step(f"RESULT: {'PASS' if passed else 'FAIL'}")
+    return EXIT_OK if passed else EXIT_FAILED
+
+
+SourcePositions = dict[str, dict[tuple[str, int], int]]
+"""Per group: its committed offset per source (topic, partition)."""
+
+
+def _replicate(simulator: MirrorSimulator, progress: Progress) -> SourcePositions:
+    """Replicate over the rounds while the groups move on the source; returns their final positions."""
+    simulator.create_topic(ORDERS, ORDERS_PARTITIONS, preexisting_target_records=PREEXISTING_TARGET_RECORDS)
+    simulator.create_topic(PAYMENTS, PAYMENTS_PARTITIONS)
+    progress.step(
+        f"topics: {ORDERS} ({ORDERS_PARTITIONS} partitions; the target copy already holds "
+        f"{PREEXISTING_TARGET_RECORDS} records per partition), {PAYMENTS} ({PAYMENTS_PARTITIONS} partitions; "
+        f"K2K record mappings to {MAPPING_TOPIC})"
+    )
+    partitions = [(ORDERS, p) for p in range(ORDERS_PARTITIONS)] + [
+        (PAYMENTS, p) for p in range(PAYMENTS_PARTITIONS)
+    ]
+    positions: SourcePositions = {group.name: {} for group in GROUPS}
+    for number, replication_round in enumerate(ROUNDS, start=1):
+        produced = simulator.produce(
+            ORDERS,
+            replication_round.orders_per_partition,
+            transaction_size=replication_round.transaction_size,
+            filter_every=replication_round.filter_every,
+        )
+        produced += simulator.produce(PAYMENTS, replication_round.payments_per_partition)
+        report = simulator.replicate()
+        promoted = simulator.commit()
+
+        ends = {key: simulator.source_log_end(*key) for key in partitions}
+        moves: dict[str, dict[tuple[str, int], int]] = {CAUGHT_UP.name: ends}
+        if number == 1:
+            moves[FAR_BEHIND.name] = {key: end * 3 // 10 for key, end in ends.items()}
+        if number == 2:
+            moves[ACTIVE.name] = {key: end // 2 for key, end in ends.items()}
+        if number == len(ROUNDS):
+            moves[EXCLUDED.name] = ends
+        for group, offsets in moves.items():
+            simulator.commit_source_group(group, offsets)
+            positions[group] = dict(offsets)
+        checkpoints = simulator.emit_checkpoints(group.name for group in GROUPS)
+        progress.step(
+            f"commit interval {number}/{len(ROUNDS)}: {replication_round.description}; "
+            f"produced {produced}, replicated {report.replicated} ({report.filtered} filtered), "
+            f"offset syncs {len(report.offset_syncs)} immediate + {len(promoted)} at commit, "
+            f"checkpoints {len(checkpoints)}, K2K mappings {report.mappings}"
+        )
+    truth = simulator.ground_truth
+    rows = []
+    for topic, partition in partitions:
+        records = truth.records(topic, partition)
+        rows.append(
+            (
+                f"{topic}[{partition}]",
+                simulator.source_log_end(topic, partition),
+                len(records),
+                records[-1].target_offset + 1 if records else None,
+                len(simulator.retained_offset_syncs(topic, partition)),
+                sum(
+                    1 for sync in simulator.offset_syncs if (sync.topic, sync.partition) == (topic, partition)
+                ),
+            )
+        )
+    progress.step("source and target offsets now diverge (ground truth recorded for every record):")
+    progress.block(
+        format_table(
+            (
+                "partition",
+                "source log end",
+                "replicated",
+                "target log end",
+                "syncs MM2 holds",
+                "syncs written",
+            ),
+            rows,
+        )
+    )
+    return positions
+
+
+def _show_groups(positions: SourcePositions, progress: Progress) -> None:
+    progress.step("consumer groups on the source:")
+    rows = [
+        (
+            group.name,
+            group.role,
+            " ".join(str(positions[group.name][(ORDERS, p)]) for p in range(ORDERS_PARTITIONS)),
+            " ".join(str(positions[group.name][(PAYMENTS, p)]) for p in range(PAYMENTS_PARTITIONS)),
+            group.expectation.value,
+        )
+        for group in GROUPS
+    ]
+    progress.block(
+        format_table(("group", "role", f"{ORDERS} p0 p1 p2", f"{PAYMENTS} p0 p1", "expected"), rows)
+    )
+
+
+def _plan_and_apply(target: str, progress: Progress) -> bool:
+    """`offsetlake plan`, then `offsetlake apply --active-group-policy skip`; True if apply succeeded."""
+    parser = argparse.ArgumentParser(prog="offsetlake")
+    apply_cli.register(parser.add_subparsers(dest="command", required=True))
+    ok = True
+    for command in ("plan", "apply"):
+        args = parser.parse_args(
+            [command, "--target-bootstrap-servers", target, "--active-group-policy", "skip"]
+        )
+        progress.step(f"offsetlake {command} --target-bootstrap-servers {target} --active-group-policy skip")
+        out, err = io.StringIO(), io.StringIO()
+        status = apply_cli.run(args, dry_run=command == "plan", out=out, err=err)
+        progress.block(out.getvalue() + err.getvalue())
+        if status != 0:
+            progress.step(f"offsetlake {command} exited with status {status}")
+            ok = False
+    return ok
+
+
+def _verify_resumed_groups(
+    target: str,
+    simulator: MirrorSimulator,
+    positions: SourcePositions,
+    remote_topics: Sequence[str],
+) -> list[PartitionVerdict]:
+    """Resume every applied group with a real consumer (concurrently: each join takes seconds)."""
+    truth = simulator.ground_truth
+    source_topic = {simulator.settings.remote_topic(topic): topic for topic in (ORDERS, PAYMENTS)}
+    mm2_checkpoints = {(c.group, c.topic, c.partition): c.downstream_offset for c in simulator.checkpoints}
+    applied = [group for group in GROUPS if group.expectation is Expectation.APPLIED]
+    with ThreadPoolExecutor(max_workers=len(applied)) as pool:
+        resumed = dict(
+            zip(
+                [group.name for group in applied],
+                pool.map(lambda group: resume_group(target, group.name, remote_topics), applied),
+                strict=True,
+            )
+        )
+    verdicts = []
+    for group in applied:
+        for (topic, partition), read in sorted(resumed[group.name].items()):
+            upstream_topic = source_topic[topic]
+            source_committed = positions[group.name][(upstream_topic, partition)]
+            owed = truth.first_unprocessed(upstream_topic, partition, source_committed)
+            checkpoint = mm2_checkpoints.get((group.name, topic, partition))
+            assessment = (
+                None
+                if read.committed_offset is None
+                else truth.assess_resume(
+                    upstream_topic, partition, source_committed, read.committed_offset, read.values
+                )
+            )
+            verdicts.append(
+                PartitionVerdict(
+                    group=group.name,
+                    topic=topic,
+                    partition=partition,
+                    source_committed=source_committed,
+                    owed="none (caught up)"
+                    if owed is None
+                    else f"{owed.source_offset} -> {owed.target_offset}",
+                    mm2_checkpoint=checkpoint,
+                    mm2_re_reads=None
+                    if checkpoint is None
+                    else sum(
+                        1
+                        for record in truth.records(upstream_topic, partition)
+                        if record.source_offset < source_committed and record.target_offset >= checkpoint
+                    ),
+                    resumed_at=read.committed_offset,
+                    records_read=assessment.records_read if assessment else 0,
+                    re_reads=assessment.re_reads if assessment else 0,
+                    skipped=len(assessment.skipped) if assessment else 0,
+                    ok=assessment is not None and assessment.ok,
+                )
+            )
+    return verdicts
+
+
+def _verdict_table(verdicts: Sequence[PartitionVerdict]) -> str:
+    rows = [
+        (
+            verdict.group,
+            verdict.topic,
+            verdict.partition,
+            verdict.source_committed,
+            verdict.owed,
+            verdict.mm2_checkpoint,
+            verdict.resumed_at,
+            verdict.records_read,
+            verdict.re_reads,
+            verdict.skipped,
+            "ok"
+            if verdict.ok
+            else ("FAIL: no committed offset" if verdict.resumed_at is None else "FAIL: skipped"),
+        )
+        for verdict in verdicts
+    ]
+    headers = (
+        "group",
+        "topic",
+        "partition",
+        "source committed",
+        "first unprocessed (source -> target)",
+        "MM2 checkpoint",
+        "resumed at",
+        "read",
+        "re-read",
+        "skipped",
+        "verdict",
+    )
+    return format_table(headers, rows)
+
+
+def _verify_untouched_groups(target: str, remote_topics: Sequence[str], progress: Progress) -> bool:
+    """The refused and the excluded group must have no offsets on the target: apply left them alone."""
+    admin = AdminClient({"bootstrap.servers": target})
+    ok = True
+    for group in (ACTIVE, EXCLUDED):
+        future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group.name)])[group.name]
+        listed = future.result(timeout=_TIMEOUT_S).topic_partitions or []
+        committed = [tp for tp in listed if tp.topic in remote_topics and tp.offset >= 0]
+        if committed:
+            ok = False
+            shown = ", ".join(f"{tp.topic}[{tp.partition}]={tp.offset}" for tp in committed)
+            progress.step(
+                f"FAIL {group.name}: {group.expectation.value}, yet it has offsets on the target: {shown}"
+            )
+        else:
+            progress.step(
+                f"{group.name}: {group.expectation.value}; its target offsets are untouched (none committed)"
+            )
+    return ok
+
+
+def _show_history(home: Path, progress: Progress) -> None:
+    """One offset-history query: how the translations of one partition changed over the run."""
+    topic, partition = HISTORY_TOPIC_PARTITION
+    query = (
+        "SELECT consumer_group, method, upstream_offset, downstream_offset, "
+        "date_format(valid_from, 'HH:mm:ss.SSS') AS valid_from, "
+        "date_format(valid_to, 'HH:mm:ss.SSS') AS valid_to "
+        f"FROM {LOCAL_SCHEMA}.offset_history WHERE topic = '{topic}' AND `partition` = {partition} "
+        "ORDER BY consumer_group, method, valid_from"
+    )
+    progress.step(f'offset history of {topic}[{partition}]: offsetlake sql "{query}"')
+    rows = get_local_spark(home).sql(query).collect()
+    progress.block(
+        format_table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])
+    )
+
+
+def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> bool:
+    """One pipeline update over both clusters (spark-pipelines in a subprocess); True if it succeeded."""
+    settings = PipelineSettings(
+        target_bootstrap_servers=target,
+        target_alias=TARGET_ALIAS,
+        sources=(SourceCluster(SOURCE_ALIAS, source),),
+        mappings_topics=f"^{MAPPING_TOPIC}$",
+    )
+    progress.step("running the pipeline (spark-pipelines: bronze -> silver -> gold), usually 1-2 minutes")
+
+    shown: set[str] = set()
+
+    def echo(line: str) -> None:
+        # Only run-level events and failures (spark-pipelines may print an event twice).
+        if ("Run is" in line or "Run has" in line or "FAILED" in line) and line not in shown:
+            shown.add(line)
+            progress.step(f"pipeline: {line}")
+
+    result = run_pipeline(settings, home, echo=echo)
+    rows = [(flow.name, flow.state, f"{flow.seconds:.1f}") for flow in result.flows]
+    progress.block(format_table(("flow", "state", "seconds"), rows))
+    verdict = "succeeded" if result.succeeded else "FAILED"
+    progress.step(
+        f"pipeline {verdict} in {result.seconds:.1f}s: {result.explanation} (log: {result.log_path})"
+    )
+    return result.succeeded

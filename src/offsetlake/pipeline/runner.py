@@ -1,0 +1,384 @@
+"""Run the pipeline locally with ``spark-pipelines``, and tell a real failure from a known false one.
+
+``run_pipeline`` writes $OFFSETLAKE_HOME/pipeline/spark-pipeline.yml (libraries -> the packaged
+transformations directory, schema ``offsetlake``, storage under the home, the offsetlake.* keys
+in ``configuration``), starts ``spark-pipelines run`` with the shared warehouse/metastore in a
+SPARK_CONF_DIR spark-defaults.conf (static settings must reach the Spark Connect server at start,
+see write_spark_defaults), streams its output, and returns per-flow outcomes and timings parsed
+from the progress events.
+
+Why parse instead of trusting the exit code: with pyspark 4.2, a run that read a Python data
+source ends with ``PySparkValueError: [UNKNOWN_RESPONSE] ... __python_accumulator__`` and exit 1
+even though every flow completed (the client does not understand a response the server sends
+after the run). A run counts as succeeded only if the process exited 0, or if ALL of these hold:
+the run reported ``Run is COMPLETED``, every flow's last state is COMPLETED, no flow ever FAILED,
+and the process printed exactly one Python traceback whose error is that UNKNOWN_RESPONSE. Any
+other error, a failed flow, or a missing run-completed event is a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import yaml
+
+from offsetlake.config import local_home
+from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, local_spark_conf
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+TRANSFORMATIONS_DIR: Final = Path(__file__).resolve().parent / "transformations"
+PIPELINE_NAME: Final = "offsetlake"
+SPEC_FILE: Final = "spark-pipeline.yml"
+MAX_FLOW_RETRIES_CONF: Final = "spark.sql.pipelines.maxFlowRetryAttempts"
+
+_EVENT = re.compile(r"^(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d): (?P<message>.*)$")
+# "Flow x is RUNNING.", "Flow 'x' has FAILED.", "Flow 'x' has FAILED more than 0 times and will not
+# be restarted.", "Flow 'x' SKIPPED due to upstream failure(s)."
+_FLOW_STATE = re.compile(r"^Flow '?(?P<flow>[^' ]+)'? (?:(?:is|has) )?(?P<state>[A-Z_]{4,})\b")
+_RUN_STATE = re.compile(r"^Run (?:is|has) (?P<state>[A-Z_]+)\.")
+_PYTHON_ERROR = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<message>.*)")
+_KNOWN_FALSE_FAILURE: Final = ("[UNKNOWN_RESPONSE]", "__python_accumulator__")
+
+
+@dataclass(frozen=True)
+class FlowOutcome:
+    """One flow's final state and how long it took from its first to its last event."""
+
+    name: str
+    state: str
+    started_at: datetime
+    finished_at: datetime
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+@dataclass
+class RunLog:
+    """What a spark-pipelines run printed, reduced to the facts that decide success."""
+
+    flows: dict[str, list[tuple[datetime, str]]] = field(default_factory=dict)
+    run_state: str | None = None
+    tracebacks: int = 0
+    python_errors: list[str] = field(default_factory=list)
+    _in_traceback: bool = False
+
+    def feed(self, line: str) -> None:
+        line = line.rstrip("\n")
+        event = _EVENT.match(line)
+        if event:
+            at = datetime.strptime(event["at"], "%Y-%m-%d %H:%M:%S")
+            flow = _FLOW_STATE.match(event["message"])
+            if flow:
+                self.flows.setdefault(flow["flow"], []).append((at, flow["state"]))
+            run = _RUN_STATE.match(event["message"])
+            if run:
+                self.run_state = run["state"]
+            return
+        if line.startswith("Traceback (most recent call last)"):
+            self.tracebacks += 1
+            self._in_traceback = True
+            return
+        if self._in_traceback and not line.startswith((" ", "\t")):
+            # The first unindented line after the frames is the Python error that ended the client.
+            self._in_traceback = False
+            if _PYTHON_ERROR.match(line):
+                self.python_errors.append(line)
+
+    def outcomes(self) -> tuple[FlowOutcome, ...]:
+        return tuple(
+            FlowOutcome(name, events[-1][1], events[0][0], events[-1][0])
+            for name, events in sorted(self.flows.items())
+        )
+
+    def ever_failed(self) -> list[str]:
+        return sorted(name for name, events in self.flows.items() if any(s == "FAILED" for _, s in events))
+
+
+def judge(exit_code: int, log: RunLog) -> tuple[bool, str]:
+    """(succeeded, why). See the module docstring for the rule."""
+    outcomes = log.outcomes()
+    failed = log.ever_failed()
+    unfinished = [o.name for o in outcomes if o.state != "COMPLETED"]
+    if failed:
+        return False, f"flows failed: {', '.join(failed)}"
+    skipped = [o.name for o in outcomes if o.state == "SKIPPED"]
+    if skipped:
+        # Seen with pyspark 4.2: a stream failing on its first attempt may be reported as COMPLETED
+        # and only its downstream flows as SKIPPED.
+        return False, f"flows skipped after an upstream failure: {', '.join(skipped)}"
+    if exit_code == 0:
+        if unfinished:
+            return False, f"flows did not complete: {', '.join(unfinished)}"
+        return True, "exit code 0"
+    if log.run_state != "COMPLETED":
+        return (
+            False,
+            f"exit code {exit_code} and the run did not report COMPLETED (last state {log.run_state})",
+        )
+    if not outcomes or unfinished:
+        return (
+            False,
+            f"exit code {exit_code} and flows did not complete: {', '.join(unfinished) or 'none ran'}",
+        )
+    known = [e for e in log.python_errors if all(marker in e for marker in _KNOWN_FALSE_FAILURE)]
+    if log.tracebacks == 1 and len(log.python_errors) == 1 and known:
+        return True, "every flow COMPLETED; exit 1 is the known UNKNOWN_RESPONSE __python_accumulator__ error"
+    return False, f"exit code {exit_code} with unexpected errors: {log.python_errors or 'none printed'}"
+
+
+@dataclass(frozen=True)
+class PipelineRunResult:
+    succeeded: bool
+    explanation: str
+    exit_code: int
+    run_state: str | None
+    flows: tuple[FlowOutcome, ...]
+    seconds: float
+    log_path: Path
+
+    def flow(self, name: str) -> FlowOutcome:
+        for outcome in self.flows:
+            if outcome.name == name or outcome.name.endswith(f".{name}"):
+                return outcome
+        raise KeyError(name)
+
+
+def local_settings(home: Path) -> PipelineSettings:
+    """Settings for the local broker pair in $OFFSETLAKE_HOME/clusters.json (aliases = cluster names)."""
+    from offsetlake.kafka.local_cluster import load_clusters
+
+    pair = load_clusters(home)
+    return PipelineSettings(
+        target_bootstrap_servers=pair.target.bootstrap_servers,
+        target_alias=pair.target.name,
+        sources=(SourceCluster(pair.source.name, pair.source.bootstrap_servers),),
+    )
+
+
+def write_spec(home: Path, settings: PipelineSettings, spark_conf: Mapping[str, str] | None = None) -> Path:
+    """The spec: libraries, schema, storage and the runtime configuration (offsetlake.* keys)."""
+    pipeline_dir = home / "pipeline"
+    pipeline_dir.mkdir(parents=True, exist_ok=True)
+    libraries = os.path.relpath(TRANSFORMATIONS_DIR, pipeline_dir)
+    spec = {
+        "name": PIPELINE_NAME,
+        "storage": (pipeline_dir / "storage").resolve().as_uri(),
+        "catalog": "spark_catalog",
+        "database": LOCAL_SCHEMA,
+        "configuration": {MAX_FLOW_RETRIES_CONF: "1", **(spark_conf or {}), **settings.to_conf()},
+        "libraries": [{"glob": {"include": f"{libraries}/**"}}],
+    }
+    spec_path = pipeline_dir / SPEC_FILE
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return spec_path
+
+
+def write_spark_defaults(home: Path) -> Path:
+    """A SPARK_CONF_DIR whose spark-defaults.conf holds the static settings (metastore, warehouse).
+
+    ``spark-pipelines --conf`` would not do: with ``--remote local`` the pipeline client starts the
+    Spark Connect server in a second JVM (pyspark.sql.connect.session._start_connect_server), which
+    only sees spark-defaults.conf and the spec's ``configuration``; and the spec's configuration is
+    also applied per flow as runtime SQL conf, where static settings fail with CANNOT_MODIFY_CONFIG.
+    """
+    conf_dir = home / "pipeline" / "spark-conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    lines = [f"{key} {value}" for key, value in local_spark_conf(home).items()]
+    (conf_dir / "spark-defaults.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return conf_dir
+
+
+def ensure_local_schema(home: Path) -> None:
+    """spark-pipelines needs the schema to exist; create it once in a short-lived local Spark."""
+    if (home / "warehouse" / f"{LOCAL_SCHEMA}.db").is_dir():
+        return
+    code = (
+        "import sys; from pathlib import Path; from offsetlake.pipeline.local_spark import get_local_spark; "
+        "get_local_spark(Path(sys.argv[1]), app_name='offsetlake-schema').stop()"
+    )
+    subprocess.run([sys.executable, "-c", code, str(home)], check=True, capture_output=True)
+
+
+def spark_pipelines_command(spec_path: Path, full_refresh: bool) -> list[str]:
+    command = [str(Path(sys.executable).with_name("spark-pipelines")), "run", "--spec", str(spec_path)]
+    if full_refresh:
+        command.append("--full-refresh-all")
+    return command
+
+
+def run_pipeline(
+    settings: PipelineSettings | None = None,
+    home: Path | None = None,
+    full_refresh: bool = False,
+    echo: Callable[[str], None] | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+) -> PipelineRunResult:
+    """Run one pipeline update; ``echo`` receives each progress line (the full log goes to a file)."""
+    home = (home or local_home()).resolve()
+    settings = settings or local_settings(home)
+    spec_path = write_spec(home, settings, spark_conf)
+    ensure_local_schema(home)
+    log_path = home / "pipeline" / "last-run.log"
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        # The local Spark Connect server binds the fixed port 15002 and the client dials it, so two
+        # pipelines (tests, demo, benchmark) would collide. Under SPARK_TESTING pyspark binds an
+        # ephemeral port and its client asks the server which one (connect/client/core.py
+        # DefaultChannelBuilder.default_port); it is the only way to choose the port in pyspark 4.2.
+        "SPARK_TESTING": "1",
+        "SPARK_CONF_DIR": str(write_spark_defaults(home)),
+    }
+    started = time.monotonic()
+    log = RunLog()
+    with (
+        log_path.open("w", encoding="utf-8") as log_file,
+        subprocess.Popen(
+            spark_pipelines_command(spec_path, full_refresh),
+            cwd=home / "pipeline",
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        ) as process,
+    ):
+        assert process.stdout is not None
+        for line in process.stdout:
+            log_file.write(line)
+            log.feed(line)
+            if echo is not None and _EVENT.match(line):
+                echo(line.rstrip("\n"))
+        exit_code = process.wait()
+    succeeded, explanation = judge(exit_code, log)
+    return PipelineRunResult(
+        succeeded=succeeded,
+        explanation=explanation,
+        exit_code=exit_code,
+        run_state=log.run_state,
+        flows=log.outcomes(),
+        seconds=time.monotonic() - started,
+        log_path=log_path,
+    )
+
+
+def run_sql(
+    queries: Sequence[str], home: Path | None = None
+) -> list[tuple[list[str], list[tuple[object, ...]]]]:
+    """Run queries against the local pipeline tables; returns (column names, rows) per query."""
+    from offsetlake.pipeline.local_spark import get_local_spark
+
+    spark = get_local_spark(home, app_name="offsetlake-sql")
+    spark.catalog.setCurrentDatabase(LOCAL_SCHEMA)
+    results = []
+    for query in queries:
+        frame = spark.sql(query)
+        results.append((frame.columns, [tuple(row) for row in frame.collect()]))
+    return results
+
+
+def format_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A plain aligned text table (NULL for None), readable in a terminal and in logs."""
+    cells = [[("NULL" if value is None else str(value)) for value in row] for row in rows]
+    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
+    lines = [
+        " | ".join(name.ljust(width) for name, width in zip(columns, widths, strict=True)),
+        "-+-".join("-" * width for width in widths),
+    ]
+    lines += [" | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    lines.append(f"({len(cells)} row{'' if len(cells) == 1 else 's'})")
+    return "\n".join(lines)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    home = local_home()
+    conf = local_settings(home).to_conf()
+    for assignment in args.set or []:
+        key, sep, value = assignment.partition("=")
+        if not sep or not key.startswith("offsetlake."):
+            print(
+                f"offsetlake pipeline run: --set wants offsetlake.KEY=VALUE, got {assignment!r}",
+                file=sys.stderr,
+            )
+            return 2
+        conf[key] = value
+    result = run_pipeline(
+        PipelineSettings.from_mapping(conf), home, full_refresh=args.full_refresh, echo=print
+    )
+    for outcome in result.flows:
+        print(f"  {outcome.state:<10} {outcome.seconds:6.1f}s  {outcome.name}")
+    verdict = "succeeded" if result.succeeded else "FAILED"
+    print(f"pipeline {verdict} in {result.seconds:.1f}s: {result.explanation} (log: {result.log_path})")
+    return 0 if result.succeeded else 1
+
+
+def _sql_command(args: argparse.Namespace) -> int:
+    queries = list(args.query)
+    for path in args.file or []:
+        queries.append(Path(path).read_text(encoding="utf-8"))
+    if not queries:
+        print("offsetlake sql: give a query or --file", file=sys.stderr)
+        return 2
+    results = run_sql(queries)
+    if args.json:
+        documents = [
+            {"columns": columns, "rows": [[_json_value(value) for value in row] for row in rows]}
+            for columns, rows in results
+        ]
+        print(json.dumps(documents))
+        return 0
+    for columns, rows in results:
+        print(format_table(columns, rows))
+    return 0
+
+
+def _json_value(value: object) -> object:
+    """JSON-safe cell: bytes as hex, timestamps as ISO text, nested rows as lists."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_json_value(item) for item in value]
+    return str(value)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    pipeline = subparsers.add_parser("pipeline", help="run the offset pipeline locally")
+    pipeline_commands = pipeline.add_subparsers(dest="pipeline_command", required=True, metavar="COMMAND")
+    run = pipeline_commands.add_parser("run", help="one pipeline update against the local clusters")
+    run.add_argument("--full-refresh", action="store_true", help="reset every table and recompute from Kafka")
+    run.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a pipeline setting, e.g. --set offsetlake.replication.separator=_",
+    )
+    run.set_defaults(handler=_run_command)
+
+    sql = subparsers.add_parser("sql", help="query the local pipeline tables (schema offsetlake)")
+    sql.add_argument("query", nargs="*", help="SQL text; several queries print several tables")
+    sql.add_argument(
+        "--file", action="append", help="read a query from a file (e.g. sql/latest_offsets_for_group.sql)"
+    )
+    sql.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    sql.set_defaults(handler=_sql_command)

@@ -1,0 +1,197 @@
+"""The pipeline's configuration keys (docs/architecture.md), parsed and validated once.
+
+The same keys arrive three ways: the local runner writes them into the spark-pipeline.yml
+``configuration``, the bundle sets them on the Databricks pipeline, and tests build settings
+directly. Each way ends in :meth:`PipelineSettings.from_conf`, so a bad value fails the same way
+(a ``ValueError`` naming the key) before any flow starts, instead of deep inside a Spark job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from offsetlake.replication import POLICY_KINDS, ReplicationPolicy
+
+TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
+TARGET_ALIAS: Final = "offsetlake.target.alias"
+SOURCES: Final = "offsetlake.sources"
+REPLICATION_POLICY: Final = "offsetlake.replication.policy"
+REPLICATION_SEPARATOR: Final = "offsetlake.replication.separator"
+OFFSET_SYNCS_LOCATION: Final = "offsetlake.offset_syncs.location"
+GROUPS_INCLUDE: Final = "offsetlake.groups.include"
+GROUPS_EXCLUDE: Final = "offsetlake.groups.exclude"
+MAPPINGS_TOPICS: Final = "offsetlake.mappings.topics"
+MAPPINGS_FORMAT: Final = "offsetlake.mappings.format"
+METHOD_PRECEDENCE: Final = "offsetlake.method.precedence"
+KAFKA_READER: Final = "offsetlake.kafka.reader"
+SECRET_SCOPE: Final = "offsetlake.secret_scope"
+
+ALL_KEYS: Final[tuple[str, ...]] = (
+    TARGET_BOOTSTRAP,
+    TARGET_ALIAS,
+    SOURCES,
+    REPLICATION_POLICY,
+    REPLICATION_SEPARATOR,
+    OFFSET_SYNCS_LOCATION,
+    GROUPS_INCLUDE,
+    GROUPS_EXCLUDE,
+    MAPPINGS_TOPICS,
+    MAPPINGS_FORMAT,
+    METHOD_PRECEDENCE,
+    KAFKA_READER,
+    SECRET_SCOPE,
+)
+
+METHODS: Final[tuple[str, ...]] = ("mapping", "offset_sync", "checkpoint")
+DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
+SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)
+"""Formats decode.py can decode with Spark expressions (a subset of codecs.mappings' registry)."""
+
+OffsetSyncsLocation = Literal["source", "target"]
+KafkaReader = Literal["offsetlake", "builtin"]
+_ALIAS = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class SourceCluster:
+    """A source cluster as MM2 knows it: its alias (topic-name prefix) and how to reach it."""
+
+    alias: str
+    bootstrap_servers: str
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Everything the transformations need to know about the clusters and MM2's naming."""
+
+    target_bootstrap_servers: str
+    sources: tuple[SourceCluster, ...]
+    target_alias: str = ""
+    replication_policy: str = "default"
+    separator: str = "."
+    offset_syncs_location: OffsetSyncsLocation = "source"
+    groups_include: str = ".*"
+    groups_exclude: str = DEFAULT_GROUPS_EXCLUDE
+    mappings_topics: str = ""
+    mappings_format: str = "k2k-json-v1"
+    method_precedence: tuple[str, ...] = METHODS
+    kafka_reader: KafkaReader = "offsetlake"
+    secret_scope: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.target_bootstrap_servers:
+            raise ValueError(f"{TARGET_BOOTSTRAP} is required")
+        if not self.sources:
+            raise ValueError(f"{SOURCES} needs at least one alias=bootstrap entry")
+        aliases = [source.alias for source in self.sources]
+        if len(set(aliases)) != len(aliases):
+            raise ValueError(f"{SOURCES} lists an alias twice: {', '.join(aliases)}")
+        for alias in [*aliases, *([self.target_alias] if self.target_alias else [])]:
+            if not _ALIAS.match(alias):
+                raise ValueError(f"cluster alias {alias!r} must match {_ALIAS.pattern}")
+        if self.replication_policy not in POLICY_KINDS:
+            raise ValueError(f"{REPLICATION_POLICY} must be one of {', '.join(POLICY_KINDS)}")
+        if not self.separator:
+            raise ValueError(f"{REPLICATION_SEPARATOR} must not be empty")
+        if self.offset_syncs_location not in ("source", "target"):
+            raise ValueError(f"{OFFSET_SYNCS_LOCATION} must be 'source' or 'target'")
+        if self.kafka_reader not in ("offsetlake", "builtin"):
+            raise ValueError(f"{KAFKA_READER} must be 'offsetlake' or 'builtin'")
+        if self.mappings_format not in SUPPORTED_MAPPING_FORMATS:
+            raise ValueError(
+                f"{MAPPINGS_FORMAT} {self.mappings_format!r} has no Spark decoder; "
+                f"supported: {', '.join(SUPPORTED_MAPPING_FORMATS)}"
+            )
+        if sorted(self.method_precedence) != sorted(METHODS):
+            raise ValueError(
+                f"{METHOD_PRECEDENCE} must list each of {', '.join(METHODS)} exactly once, "
+                f"got {','.join(self.method_precedence)}"
+            )
+        for key, pattern in (
+            (GROUPS_INCLUDE, self.groups_include),
+            (GROUPS_EXCLUDE, self.groups_exclude),
+            (MAPPINGS_TOPICS, self.mappings_topics),
+        ):
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"{key} is not a valid regex: {error}") from None
+
+    @property
+    def policy(self) -> ReplicationPolicy:
+        return ReplicationPolicy(kind=self.replication_policy, separator=self.separator)  # type: ignore[arg-type]
+
+    def source(self, alias: str) -> SourceCluster:
+        for source in self.sources:
+            if source.alias == alias:
+                return source
+        raise KeyError(alias)
+
+    @classmethod
+    def from_conf(cls, get: Callable[[str], str | None]) -> PipelineSettings:
+        """Parse from a key lookup (``spark.conf.get(key, None)``, ``dict.get``); unset keys -> defaults."""
+
+        def value(key: str, default: str) -> str:
+            found = get(key)
+            return default if found is None or found.strip() == "" else found.strip()
+
+        return cls(
+            target_bootstrap_servers=value(TARGET_BOOTSTRAP, ""),
+            sources=parse_sources(value(SOURCES, "")),
+            target_alias=value(TARGET_ALIAS, ""),
+            replication_policy=value(REPLICATION_POLICY, "default"),
+            separator=_raw(get(REPLICATION_SEPARATOR)) or ".",
+            offset_syncs_location=value(OFFSET_SYNCS_LOCATION, "source"),  # type: ignore[arg-type]
+            groups_include=value(GROUPS_INCLUDE, ".*"),
+            groups_exclude=value(GROUPS_EXCLUDE, DEFAULT_GROUPS_EXCLUDE),
+            mappings_topics=value(MAPPINGS_TOPICS, ""),
+            mappings_format=value(MAPPINGS_FORMAT, "k2k-json-v1"),
+            method_precedence=tuple(
+                method.strip() for method in value(METHOD_PRECEDENCE, ",".join(METHODS)).split(",")
+            ),
+            kafka_reader=value(KAFKA_READER, "offsetlake"),  # type: ignore[arg-type]
+            secret_scope=value(SECRET_SCOPE, ""),
+        )
+
+    @classmethod
+    def from_mapping(cls, conf: Mapping[str, str]) -> PipelineSettings:
+        return cls.from_conf(conf.get)
+
+    def to_conf(self) -> dict[str, str]:
+        """The configuration entries that reproduce these settings (for a pipeline spec)."""
+        return {
+            TARGET_BOOTSTRAP: self.target_bootstrap_servers,
+            TARGET_ALIAS: self.target_alias,
+            SOURCES: ",".join(
+                f"{source.alias}={source.bootstrap_servers.replace(',', ';')}" for source in self.sources
+            ),
+            REPLICATION_POLICY: self.replication_policy,
+            REPLICATION_SEPARATOR: self.separator,
+            OFFSET_SYNCS_LOCATION: self.offset_syncs_location,
+            GROUPS_INCLUDE: self.groups_include,
+            GROUPS_EXCLUDE: self.groups_exclude,
+            MAPPINGS_TOPICS: self.mappings_topics,
+            MAPPINGS_FORMAT: self.mappings_format,
+            METHOD_PRECEDENCE: ",".join(self.method_precedence),
+            KAFKA_READER: self.kafka_reader,
+            SECRET_SCOPE: self.secret_scope,
+        }
+
+
+def _raw(value: str | None) -> str | None:
+    """Separators may be whitespace-free punctuation like ``__``; never strip them."""
+    return value if value else None
+
+
+def parse_sources(text: str) -> tuple[SourceCluster, ...]:
+    """``alias=host:port[;host:port],alias2=…``; a bootstrap list inside one source uses ``;``."""
+    sources: list[SourceCluster] = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        alias, sep, bootstrap = entry.partition("=")
+        if not sep or not alias.strip() or not bootstrap.strip():
+            raise ValueError(f"{SOURCES} entry {entry!r} is not alias=bootstrap")
+        sources.append(SourceCluster(alias.strip(), bootstrap.strip().replace(";", ",")))
+    return tuple(sources)

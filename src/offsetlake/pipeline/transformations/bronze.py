@@ -1,0 +1,119 @@
+"""Bronze: raw MM2 checkpoints, offset syncs, K2K mappings and source group-offset snapshots.
+
+Streaming tables, append-only, nothing filtered or decoded: every record keeps its bytes, Kafka
+coordinates and timestamp, plus ``source_cluster`` and ``ingested_at``. A second update reads only
+records after the previous update's checkpointed offsets.
+
+- Checkpoints: every ``<alias><sep>checkpoints<sep>internal`` topic on the target, discovered by
+  pattern (several source aliases); ``source_cluster`` is the alias parsed from the topic name.
+- Offset syncs, location ``source``: one stream per source cluster reading
+  ``mm2-offset-syncs<sep><target alias><sep>internal`` there (any alias when
+  ``offsetlake.target.alias`` is unset), unioned into one flow; ``source_cluster`` is that
+  source's alias. Location ``target``: one stream on the target by pattern; the alias comes from
+  the topic name.
+- Mappings: topics matching ``offsetlake.mappings.topics`` on the target (tables absent when off).
+- Group offsets: one stream per source cluster (unioned), one snapshot per update.
+
+Adding or removing a source cluster changes a flow's set of streams, so it needs a full refresh
+of the bronze tables (the streaming checkpoint records its sources).
+"""
+
+from __future__ import annotations
+
+from pyspark import pipelines as dp
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as sf
+
+from offsetlake.pipeline.frames import add_columns
+from offsetlake.pipeline.settings import SourceCluster
+from offsetlake.pipeline.sources import (
+    group_offsets_stream,
+    kafka_stream,
+    pipeline_settings,
+    register_offsetlake_sources,
+)
+from offsetlake.pipeline.tables import (
+    BRONZE_CHECKPOINTS,
+    BRONZE_GROUP_OFFSETS,
+    BRONZE_MAPPINGS,
+    BRONZE_OFFSET_SYNCS,
+)
+
+spark = SparkSession.builder.getOrCreate()
+settings = pipeline_settings(spark)
+policy = settings.policy
+register_offsetlake_sources(spark)
+
+
+def _landed(records: DataFrame, source_cluster: Column | None) -> DataFrame:
+    columns = {"ingested_at": sf.current_timestamp()}
+    if source_cluster is not None:
+        columns = {"source_cluster": source_cluster, **columns}
+    return add_columns(records, columns)
+
+
+def _alias_from_topic(pattern: str) -> Column:
+    return sf.regexp_extract(sf.col("topic"), pattern, 1)
+
+
+@dp.table(
+    name=BRONZE_CHECKPOINTS.name, comment=BRONZE_CHECKPOINTS.comment, schema=BRONZE_CHECKPOINTS.schema_ddl
+)
+def bronze_checkpoints() -> DataFrame:
+    pattern = policy.checkpoints_topic_pattern()
+    records = kafka_stream(spark, settings, settings.target_bootstrap_servers, subscribe_pattern=pattern)
+    return _landed(records, _alias_from_topic(pattern))
+
+
+def _offset_syncs_on(source: SourceCluster) -> DataFrame:
+    if settings.target_alias:
+        topic = policy.offset_syncs_topic(settings.target_alias)
+        records = kafka_stream(spark, settings, source.bootstrap_servers, subscribe=topic)
+    else:
+        pattern = policy.offset_syncs_topic_pattern()
+        records = kafka_stream(spark, settings, source.bootstrap_servers, subscribe_pattern=pattern)
+    return _landed(records, sf.lit(source.alias))
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    """One streaming query per table, not one append flow per cluster: concurrent streams appending
+    to one table race on a Parquet table's sink log (locally), where one query's batch is lost."""
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return union
+
+
+@dp.table(
+    name=BRONZE_OFFSET_SYNCS.name, comment=BRONZE_OFFSET_SYNCS.comment, schema=BRONZE_OFFSET_SYNCS.schema_ddl
+)
+def bronze_offset_syncs() -> DataFrame:
+    if settings.offset_syncs_location == "source":
+        return _union([_offset_syncs_on(source) for source in settings.sources])
+    pattern = policy.offset_syncs_topic_pattern()
+    records = kafka_stream(spark, settings, settings.target_bootstrap_servers, subscribe_pattern=pattern)
+    return _landed(records, _alias_from_topic(pattern))
+
+
+@dp.table(
+    name=BRONZE_GROUP_OFFSETS.name,
+    comment=BRONZE_GROUP_OFFSETS.comment,
+    schema=BRONZE_GROUP_OFFSETS.schema_ddl,
+)
+def bronze_group_offsets() -> DataFrame:
+    return _union(
+        [
+            _landed(group_offsets_stream(spark, settings, source), sf.lit(source.alias))
+            for source in settings.sources
+        ]
+    )
+
+
+if settings.mappings_topics:
+
+    @dp.table(name=BRONZE_MAPPINGS.name, comment=BRONZE_MAPPINGS.comment, schema=BRONZE_MAPPINGS.schema_ddl)
+    def bronze_mappings() -> DataFrame:
+        records = kafka_stream(
+            spark, settings, settings.target_bootstrap_servers, subscribe_pattern=settings.mappings_topics
+        )
+        return _landed(records, None)

@@ -1,0 +1,141 @@
+"""Offset translation as DataFrame operations: offset syncs (full history), record mappings, topic names.
+
+The rule is ``offsetlake.translation.translate`` (the oracle, property-tested against this): for a
+committed upstream position U, take the sync with the largest upstream_offset <= U, the
+latest-written one if several share it; exact -> its downstream, otherwise downstream + 1; no such
+sync -> no row (never guess).
+
+Formulated as an as-of lookup, not a cross join: syncs and committed offsets of one partition are
+unioned and ordered by (offset, syncs before lookups, sync write order); ``last(ignorenulls)``
+over the running window carries the best sync forward to each lookup. That is one sort per
+partition, O((syncs + lookups) log n), instead of syncs x lookups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as sf
+
+from offsetlake.pipeline.frames import add_columns
+from offsetlake.replication import ReplicationPolicy
+
+PARTITION_KEY: Final = ("source_cluster", "topic", "partition")
+_SYNC: Final = "_sync"
+_LOOKUP: Final = "_lookup"
+_ORDER: Final = "_order"
+_KIND: Final = "_kind"
+_SYNC_FIRST, _LOOKUP_AFTER = 0, 1
+
+
+def translate_with_offset_syncs(
+    committed: DataFrame,
+    offset_syncs: DataFrame,
+    carry: Sequence[str],
+    committed_offset: str = "committed_offset",
+    sync_write_order: str = "sync_order",
+) -> DataFrame:
+    """Add ``downstream_offset`` (and the sync used) to each committed offset a sync can translate.
+
+    ``committed`` needs the PARTITION_KEY columns (upstream topic names), ``committed_offset`` and
+    the ``carry`` columns, which are passed through (named explicitly: pipeline query functions may
+    not analyze a DataFrame to list its columns). ``offset_syncs`` needs PARTITION_KEY,
+    upstream_offset, downstream_offset and ``sync_write_order`` (e.g. the record's offset in the
+    syncs topic). Rows with a negative committed offset (no commit) or no usable sync are dropped.
+    """
+    lookup_side = committed.where(sf.col(committed_offset) >= 0).select(
+        *[sf.col(name) for name in PARTITION_KEY],
+        sf.col(committed_offset).alias(_ORDER),
+        sf.lit(_LOOKUP_AFTER).alias(_KIND),
+        sf.struct(*[sf.col(name) for name in carry]).alias(_LOOKUP),
+    )
+    sync_side = offset_syncs.select(
+        *[sf.col(name) for name in PARTITION_KEY],
+        sf.col("upstream_offset").alias(_ORDER),
+        sf.lit(_SYNC_FIRST).alias(_KIND),
+        sf.col(sync_write_order).cast("bigint").alias("_write_order"),
+        sf.struct(
+            sf.col("upstream_offset").cast("bigint").alias("upstream_offset"),
+            sf.col("downstream_offset").cast("bigint").alias("downstream_offset"),
+        ).alias(_SYNC),
+    )
+    running = (
+        Window.partitionBy(*PARTITION_KEY)
+        .orderBy(_ORDER, _KIND, "_write_order")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    best = add_columns(
+        sync_side.unionByName(lookup_side, allowMissingColumns=True),
+        {"_best": sf.last(_SYNC, ignorenulls=True).over(running)},
+    )
+    translated = best.where((sf.col(_KIND) == _LOOKUP_AFTER) & sf.col("_best").isNotNull())
+    sync_upstream = sf.col("_best.upstream_offset")
+    sync_downstream = sf.col("_best.downstream_offset")
+    return translated.select(
+        *[sf.col(f"{_LOOKUP}.{name}").alias(name) for name in carry],
+        sync_upstream.alias("sync_upstream_offset"),
+        sync_downstream.alias("sync_downstream_offset"),
+        sf.when(sf.col(_ORDER) == sync_upstream, sync_downstream)
+        .otherwise(sync_downstream + 1)
+        .alias("downstream_offset"),
+    )
+
+
+def translate_with_mappings(
+    committed: DataFrame, mappings: DataFrame, committed_offset: str = "committed_offset"
+) -> DataFrame:
+    """Exact record-level translation: the committed position U resumes at the target offset of record U.
+
+    ``mappings`` has source_topic/source_partition/source_offset -> target_topic/target_partition/
+    target_offset; when a record was mapped more than once, the latest-written mapping (highest
+    ``mapping_order``) wins. No mapping for record U (not replicated yet, or U is the log end) ->
+    no row. Adds ``downstream_topic``, ``downstream_partition`` and ``downstream_offset``.
+    """
+    latest_per_record = Window.partitionBy("source_topic", "source_partition", "source_offset").orderBy(
+        sf.col("mapping_order").desc()
+    )
+    latest = (
+        add_columns(mappings, {"_rank": sf.row_number().over(latest_per_record)})
+        .where(sf.col("_rank") == 1)
+        .select(
+            sf.col("source_topic").alias("topic"),
+            sf.col("source_partition").alias("partition"),
+            sf.col("source_offset").alias(committed_offset),
+            sf.col("target_topic").alias("downstream_topic"),
+            sf.col("target_partition").alias("downstream_partition"),
+            sf.col("target_offset").alias("downstream_offset"),
+        )
+    )
+    # A USING join by name: pipeline query functions must not need the client to analyze plans.
+    return committed.join(latest, on=["topic", "partition", committed_offset], how="inner")
+
+
+def downstream_topic(
+    policy: ReplicationPolicy, source_alias: Column, upstream_topic: Column, target_alias: str
+) -> Column:
+    """``ReplicationPolicy.downstream_topic`` as a Column: the target-cluster name of an upstream topic.
+
+    Default policy: ``<alias><sep><topic>``; a topic that came from the target in the first place
+    (``<target><sep>…``, failback) returns to its original name. Identity: unchanged.
+    """
+    if policy.kind == "identity":
+        return upstream_topic
+    separator = policy.separator
+    remote = sf.concat(source_alias, sf.lit(separator), upstream_topic)
+    if not target_alias:
+        return remote
+    target_prefix = f"{target_alias}{separator}"
+    stripped = sf.substring(upstream_topic, len(target_prefix) + 1, 1 << 30)
+    original = _original_topic(stripped, separator)
+    return sf.when(upstream_topic.startswith(target_prefix) & (stripped != ""), original).otherwise(remote)
+
+
+def _original_topic(topic: Column, separator: str) -> Column:
+    """Strip every further ``<alias><sep>`` hop: the last separator-delimited part is the original name."""
+    return sf.element_at(sf.split(topic, _java_regex_quote(separator)), -1)
+
+
+def _java_regex_quote(text: str) -> str:
+    return "\\Q" + text.replace("\\E", "\\E\\\\E\\Q") + "\\E"

@@ -1,0 +1,32 @@
+"""A MirrorMaker 2 replication simulator for demos, tests and benchmarks, against real brokers.
+
+:class:`MirrorSimulator` replicates source topics to the target and writes offset syncs,
+checkpoints and K2K mappings exactly as MM2 would; :class:`GroundTruth` records where every
+record landed so a resumed target consumer can be judged; :mod:`.target_consumers` runs real
+consumers on the target.
+"""
+
+from __future__ import annotations
+
+from offsetlake.simulate.ground_truth import GroundTruth, ReplicatedRecord, ResumeAssessment, record_id
+from offsetlake.simulate.mirror import (
+    DEFAULT_MAPPING_TOPIC,
+    FILTER_HEADER,
+    MirrorSettings,
+    MirrorSimulator,
+    ReplicationReport,
+    SimulationError,
+)
+
+__all__ = [
+    "DEFAULT_MAPPING_TOPIC",
+    "FILTER_HEADER",
+    "GroundTruth",
+    "MirrorSettings",
+    "MirrorSimulator",
+    "ReplicatedRecord",
+    "ReplicationReport",
+    "ResumeAssessment",
+    "SimulationError",
+    "record_id",
+]

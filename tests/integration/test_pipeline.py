@@ -1,0 +1,372 @@
+"""The whole pipeline, run by `spark-pipelines` through the runner, on records produced to the brokers.
+
+One scenario (module fixture) feeds most assertions; later tests in this module extend it with a
+rerun (nothing new -> nothing changes) and an incremental run (only the new records are read).
+
+Scenario: two source aliases with a custom replication separator (unique per session, so other
+tests' MM2 topics on the shared brokers never match our patterns), offset syncs at location
+``source``. ``east`` is the source broker; ``west`` is the target broker acting as a second
+source (as in a bidirectional setup), so each alias has its own offset-syncs topic and groups.
+Every checkpoint, offset-sync and K2K fixture record (valid and malformed) is replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
+from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
+from offsetlake.config import HOME_ENV
+from offsetlake.pipeline.runner import PipelineRunResult, run_pipeline
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.pipeline.tables import ALL_TABLES
+from offsetlake.replication import ReplicationPolicy
+from tests.fixture_records import load_fixture_records
+from tests.kafka_helpers import commit_offsets, create_topic, produce
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+TARGET_ALIAS = "tgt"
+# (upstream, downstream) in write order; 20 is synced twice and the later sync must win.
+EAST_ORDERS_SYNCS = ((0, 0), (10, 8), (20, 15), (20, 16), (35, 30))
+REPO_SQL = Path(__file__).resolve().parents[2] / "sql"
+
+
+@dataclass
+class Scenario:
+    home: Path
+    settings: PipelineSettings
+    policy: ReplicationPolicy
+    token: str
+    source_bootstrap: str
+    target_bootstrap: str
+    first_run: PipelineRunResult
+    tables: dict[str, list[dict[str, Any]]]
+
+    def name(self, prefix: str) -> str:
+        return f"{prefix}-{self.token}"
+
+    def downstream(self, alias: str, topic: str) -> str:
+        return self.policy.format_remote_topic(alias, topic)
+
+
+def query(home: Path, *queries: str) -> list[list[dict[str, Any]]]:
+    """Run queries with `offsetlake sql --json` in its own process (it owns the Derby metastore)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "offsetlake.cli", "sql", "--json", *queries],
+        env={**os.environ, HOME_ENV: str(home)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    documents = json.loads(completed.stdout.strip().splitlines()[-1])
+    return [[dict(zip(doc["columns"], row, strict=True)) for row in doc["rows"]] for doc in documents]
+
+
+def all_tables(home: Path, **extra_queries: str) -> dict[str, list[dict[str, Any]]]:
+    """Every table's rows (and any extra named queries), from one `offsetlake sql` process."""
+    queries = {table.name: f"SELECT * FROM offsetlake.{table.name}" for table in ALL_TABLES} | extra_queries
+    return dict(zip(queries, query(home, *queries.values()), strict=True))
+
+
+def _describe_and_example_queries() -> dict[str, str]:
+    describe = {
+        f"describe:{table.name}": f"DESCRIBE TABLE EXTENDED offsetlake.{table.name}" for table in ALL_TABLES
+    }
+    examples = {
+        f"sql:{path.stem}": path.read_text(encoding="utf-8") for path in sorted(REPO_SQL.glob("*.sql"))
+    }
+    return describe | examples
+
+
+def _run(scenario_home: Path, settings: PipelineSettings) -> PipelineRunResult:
+    result = run_pipeline(settings, scenario_home)
+    assert result.succeeded, f"{result.explanation}; log {result.log_path}"
+    return result
+
+
+def _checkpoint(
+    group: str, topic: str, upstream: int, downstream: int, metadata: str = ""
+) -> tuple[bytes, bytes]:
+    return encode_checkpoint(Checkpoint(group, topic, 0, upstream, downstream, metadata))
+
+
+def _sync(topic: str, upstream: int, downstream: int) -> tuple[bytes, bytes]:
+    return encode_offset_sync(OffsetSync(topic, 0, upstream, downstream))
+
+
+def _raw(kind: str) -> list[tuple[bytes | None, bytes | None]]:
+    return [(record.key, record.value) for record in load_fixture_records(kind)]
+
+
+@pytest.fixture(scope="module")
+def scenario(
+    tmp_path_factory: pytest.TempPathFactory, source_bootstrap: str, target_bootstrap: str
+) -> Iterator[Scenario]:
+    token = uuid.uuid4().hex[:6]
+    policy = ReplicationPolicy(separator=f"_{token}_")
+    home = tmp_path_factory.mktemp("pipeline_home")
+    orders, payments, unsynced = f"orders-{token}", f"payments-{token}", f"unsynced-{token}"
+    for topic in (orders, unsynced):
+        create_topic(source_bootstrap, topic)
+    create_topic(target_bootstrap, payments)
+
+    east_syncs = policy.offset_syncs_topic(TARGET_ALIAS)  # on each source cluster (location=source)
+    create_topic(source_bootstrap, east_syncs)
+    create_topic(target_bootstrap, east_syncs)  # west's syncs topic lives on west's own cluster
+    produce(
+        source_bootstrap,
+        east_syncs,
+        [
+            *(_sync(orders, upstream, downstream) for upstream, downstream in EAST_ORDERS_SYNCS),
+            *_raw("offset_sync"),
+        ],
+    )
+    produce(target_bootstrap, east_syncs, [_sync(payments, 0, 100), _sync(payments, 5, 104)])
+
+    east_orders = policy.format_remote_topic("east", orders)
+    west_payments = policy.format_remote_topic("west", payments)
+    east_checkpoints, west_checkpoints = policy.checkpoints_topic("east"), policy.checkpoints_topic("west")
+    for topic in (east_checkpoints, west_checkpoints):
+        create_topic(target_bootstrap, topic)
+    produce(
+        target_bootstrap,
+        east_checkpoints,
+        [
+            _checkpoint(f"exact-{token}", east_orders, 20, 15, "m1"),  # MM2 computed 15; latest sync says 16
+            _checkpoint(f"stale-{token}", east_orders, 10, 8),  # the group moved on to 35 since
+            *_raw("checkpoint"),
+        ],
+    )
+    produce(target_bootstrap, west_checkpoints, [_checkpoint(f"west-{token}", west_payments, 7, 105)])
+
+    mappings_topic = f"k2k-mappings-{token}"
+    create_topic(target_bootstrap, mappings_topic)
+    produce(
+        target_bootstrap,
+        mappings_topic,
+        [encode_k2k_json_v1(OffsetMapping(orders, 0, 20, east_orders, 0, 16)), *_raw("k2k_mapping")],
+    )
+
+    commit_offsets(source_bootstrap, f"exact-{token}", {(orders, 0): 20}, metadata="m1")
+    commit_offsets(source_bootstrap, f"between-{token}", {(orders, 0): 25})
+    commit_offsets(source_bootstrap, f"stale-{token}", {(orders, 0): 35})
+    commit_offsets(source_bootstrap, f"unsynced-{token}", {(unsynced, 0): 5})
+    commit_offsets(target_bootstrap, f"west-{token}", {(payments, 0): 7})
+
+    settings = PipelineSettings(
+        target_bootstrap_servers=target_bootstrap,
+        target_alias=TARGET_ALIAS,
+        sources=(SourceCluster("east", source_bootstrap), SourceCluster("west", target_bootstrap)),
+        separator=policy.separator,
+        groups_include=f".*-{token}",
+        mappings_topics=f"k2k-mappings-{token}",
+    )
+    first_run = _run(home, settings)
+    tables = all_tables(home, **_describe_and_example_queries())
+    yield Scenario(home, settings, policy, token, source_bootstrap, target_bootstrap, first_run, tables)
+
+
+def _latest(scenario: Scenario, group: str) -> list[dict[str, Any]]:
+    return [row for row in scenario.tables["latest_offsets"] if row["consumer_group"] == scenario.name(group)]
+
+
+def _history(scenario: Scenario, group: str, method: str) -> list[dict[str, Any]]:
+    return [
+        row
+        for row in scenario.tables["offset_history"]
+        if row["consumer_group"] == scenario.name(group) and row["method"] == method
+    ]
+
+
+def test_every_flow_completed_and_the_runner_says_so(scenario: Scenario) -> None:
+    result = scenario.first_run
+    assert result.succeeded and result.run_state == "COMPLETED"
+    assert {outcome.state for outcome in result.flows} == {"COMPLETED"}
+    flow_names = {outcome.name.rsplit(".", 1)[-1] for outcome in result.flows}
+    assert {table.name for table in ALL_TABLES} <= flow_names
+    assert result.flow("latest_offsets").seconds >= 0 and result.flow("quarantine").state == "COMPLETED"
+
+
+def test_bronze_keeps_every_record_with_coordinates_and_alias(scenario: Scenario) -> None:
+    checkpoints = scenario.tables["bronze_checkpoints"]
+    by_alias = {alias: [r for r in checkpoints if r["source_cluster"] == alias] for alias in ("east", "west")}
+    assert len(by_alias["east"]) == 2 + len(load_fixture_records("checkpoint"))
+    assert len(by_alias["west"]) == 1
+    assert sorted(r["offset"] for r in by_alias["east"]) == list(range(len(by_alias["east"])))
+    assert all(r["ingested_at"] and r["timestamp"] for r in checkpoints)
+    syncs = scenario.tables["bronze_offset_syncs"]
+    assert len([r for r in syncs if r["source_cluster"] == "east"]) == 5 + len(
+        load_fixture_records("offset_sync")
+    )
+    assert len([r for r in syncs if r["source_cluster"] == "west"]) == 2
+    assert len(scenario.tables["bronze_mappings"]) == 1 + len(load_fixture_records("k2k_mapping"))
+
+
+def test_every_malformed_fixture_is_quarantined_with_its_reason_and_bytes(scenario: Scenario) -> None:
+    quarantine = scenario.tables["quarantine"]
+    for kind, quarantine_kind in (
+        ("checkpoint", "checkpoint"),
+        ("offset_sync", "offset_sync"),
+        ("k2k_mapping", "k2k-json-v1"),
+    ):
+        malformed = [record for record in load_fixture_records(kind) if record.error]
+        rows = [row for row in quarantine if row["kind"] == quarantine_kind]
+        assert len(rows) == len(malformed), kind
+        for record in malformed:
+            matching = [
+                row
+                for row in rows
+                if row["key"] == (record.key.hex() if record.key is not None else None)
+                and row["value"] == (record.value.hex() if record.value is not None else None)
+            ]
+            assert matching, record.id
+            assert any(record.error in row["reason"] for row in matching), (record.id, matching[0]["reason"])
+            assert all(row["kafka_topic"] and row["kafka_offset"] is not None for row in matching)
+    good_checkpoints = 2 + 1 + sum(1 for r in load_fixture_records("checkpoint") if r.expected)
+    assert len(scenario.tables["silver_checkpoints"]) == good_checkpoints
+
+
+def test_silver_is_typed_and_decoded(scenario: Scenario) -> None:
+    exact = [
+        r for r in scenario.tables["silver_checkpoints"] if r["consumer_group"] == scenario.name("exact")
+    ]
+    assert [(r["topic"], r["upstream_offset"], r["downstream_offset"], r["metadata"]) for r in exact] == [
+        (scenario.downstream("east", scenario.name("orders")), 20, 15, "m1")
+    ]
+    east_syncs = [
+        (r["upstream_offset"], r["downstream_offset"])
+        for r in sorted(scenario.tables["silver_offset_syncs"], key=lambda r: r["kafka_offset"])
+        if r["source_cluster"] == "east" and r["topic"] == scenario.name("orders")
+    ]
+    assert east_syncs == list(EAST_ORDERS_SYNCS)
+    groups = {r["consumer_group"]: r["committed_offset"] for r in scenario.tables["silver_group_offsets"]}
+    assert groups[scenario.name("between")] == 25
+
+
+def test_latest_offsets_follow_freshness_then_precedence(scenario: Scenario) -> None:
+    east_orders = scenario.downstream("east", scenario.name("orders"))
+    # U=20: mapping (16), offset_sync (latest-written sync 20->16) and checkpoint (15) translate the
+    # same upstream offset; the mapping wins by precedence and the checkpoint disagrees.
+    [exact] = _latest(scenario, "exact")
+    assert (exact["topic"], exact["downstream_offset"], exact["method"]) == (east_orders, 16, "mapping")
+    assert exact["methods_disagree"] is True
+    # U=25: no exact sync -> 20->16 plus one.
+    [between] = _latest(scenario, "between")
+    assert (between["downstream_offset"], between["method"], between["methods_disagree"]) == (
+        17,
+        "offset_sync",
+        False,
+    )
+    # The checkpoint (U=10) is older than the snapshot (U=35): the fresher translation wins, no disagreement.
+    [stale] = _latest(scenario, "stale")
+    assert (stale["upstream_offset"], stale["downstream_offset"], stale["method"]) == (35, 30, "offset_sync")
+    assert stale["methods_disagree"] is False
+    # No sync at or below the committed offset: no row at all, never a guess.
+    assert _latest(scenario, "unsynced") == []
+    [west] = _latest(scenario, "west")
+    assert (west["source_cluster"], west["topic"], west["downstream_offset"]) == (
+        "west",
+        scenario.downstream("west", scenario.name("payments")),
+        105,
+    )
+    assert all(
+        row["age_seconds"] >= 0 and row["valid_to"] is None for row in scenario.tables["latest_offsets"]
+    )
+
+
+def test_offset_history_has_one_row_per_distinct_offset_and_method(scenario: Scenario) -> None:
+    [checkpoint] = _history(scenario, "stale", "checkpoint")
+    [synced] = _history(scenario, "stale", "offset_sync")
+    assert (checkpoint["downstream_offset"], checkpoint["valid_to"]) == (8, None)
+    assert (synced["downstream_offset"], synced["valid_to"]) == (30, None)
+    assert synced["valid_from"] == synced["source_timestamp"]
+
+
+def test_every_table_and_column_has_a_comment(scenario: Scenario) -> None:
+    for table in ALL_TABLES:
+        name, rows = table.name, scenario.tables[f"describe:{table.name}"]
+        comments = {row["col_name"]: row["comment"] for row in rows}
+        for column in table.column_names:
+            assert comments.get(column), f"{name}.{column} has no comment"
+        table_comment = next(row["data_type"] for row in rows if row["col_name"] == "Comment")
+        assert table_comment == table.comment, name
+
+
+def test_every_sql_example_runs_against_the_populated_tables(scenario: Scenario) -> None:
+    by_file = {
+        name.removeprefix("sql:"): rows for name, rows in scenario.tables.items() if name.startswith("sql:")
+    }
+    assert len(by_file) >= 5
+    quarantined = sum(row["records"] for row in by_file["quarantine_summary"])
+    assert quarantined == len(scenario.tables["quarantine"])
+    east = next(row for row in by_file["stale_checkpoints"] if row["source_cluster"] == "east")
+    assert east["partitions_behind_committed_offset"] == 1  # the "stale" group
+
+
+def test_a_rerun_without_new_records_changes_nothing(scenario: Scenario) -> None:
+    _run(scenario.home, scenario.settings)
+    after = all_tables(scenario.home)
+    refresh_relative = {"age_seconds", "last_observed_at"}
+    for name, before in scenario.tables.items():
+        if ":" in name:  # describe and example queries are not tables
+            continue
+        if name in {"bronze_group_offsets", "silver_group_offsets"}:
+            # A new snapshot is taken each update; the committed offsets themselves did not move.
+            assert len(after[name]) == 2 * len(before), name
+            continue
+        ignored = refresh_relative if name == "latest_offsets" else set()
+        assert _canonical(after[name], ignored) == _canonical(before, ignored), name
+    scenario.tables = after
+
+
+def test_an_incremental_run_reads_only_new_records(scenario: Scenario) -> None:
+    orders = scenario.name("orders")
+    east_syncs = scenario.policy.offset_syncs_topic(TARGET_ALIAS)
+    produce(scenario.source_bootstrap, east_syncs, [_sync(orders, 40, 36)])
+    commit_offsets(scenario.source_bootstrap, scenario.name("between"), {(orders, 0): 40})
+    before = scenario.tables
+    _run(scenario.home, scenario.settings)
+    after = all_tables(scenario.home)
+    assert len(after["bronze_offset_syncs"]) == len(before["bronze_offset_syncs"]) + 1
+    assert len(after["bronze_checkpoints"]) == len(before["bronze_checkpoints"])
+    assert len(after["quarantine"]) == len(before["quarantine"])
+    between = sorted(
+        (r for r in after["offset_history"] if r["consumer_group"] == scenario.name("between")),
+        key=lambda r: r["valid_from"],
+    )
+    assert [(r["downstream_offset"], r["upstream_offset"]) for r in between] == [(17, 25), (36, 40)]
+    assert between[0]["valid_to"] == between[1]["valid_from"] and between[1]["valid_to"] is None
+
+
+def _canonical(rows: list[dict[str, Any]], ignored: set[str]) -> list[str]:
+    return sorted(
+        json.dumps({k: v for k, v in row.items() if k not in ignored}, sort_keys=True) for row in rows
+    )
+
+
+def test_a_flow_that_really_fails_makes_the_run_fail(scenario: Scenario) -> None:
+    """Adding a source cluster without a full refresh changes the bronze streams' sources, so
+    their checkpoints no longer fit and those flows fail at run time. The runner must report the
+    failure even though exit 1 is also what a good run with a Python data source returns."""
+    grown = replace(
+        scenario.settings,
+        sources=(*scenario.settings.sources, SourceCluster("north", scenario.source_bootstrap)),
+    )
+    result = run_pipeline(grown, scenario.home, spark_conf={"spark.sql.pipelines.maxFlowRetryAttempts": "0"})
+    assert not result.succeeded
+    assert result.exit_code != 0
+    stopped = {o.name.rsplit(".", 1)[-1] for o in result.flows if o.state in {"FAILED", "SKIPPED"}}
+    assert {"silver_group_offsets", "offset_history", "latest_offsets"} <= stopped, result.flows
+    assert result.explanation.startswith(("flows failed", "flows skipped")), result.explanation

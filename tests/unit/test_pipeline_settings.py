@@ -1,0 +1,72 @@
+"""Pipeline settings: parsing the configuration keys, defaults, and clear errors for bad values."""
+
+from __future__ import annotations
+
+import pytest
+
+from offsetlake.pipeline.settings import (
+    METHOD_PRECEDENCE,
+    SOURCES,
+    TARGET_BOOTSTRAP,
+    PipelineSettings,
+    SourceCluster,
+    parse_sources,
+)
+
+
+def test_defaults_match_the_documented_contract() -> None:
+    settings = PipelineSettings.from_mapping({TARGET_BOOTSTRAP: "t:9092", SOURCES: "east=e:9092"})
+    assert settings.sources == (SourceCluster("east", "e:9092"),)
+    assert (settings.replication_policy, settings.separator, settings.offset_syncs_location) == (
+        "default",
+        ".",
+        "source",
+    )
+    assert settings.method_precedence == ("mapping", "offset_sync", "checkpoint")
+    assert (settings.kafka_reader, settings.mappings_topics, settings.secret_scope) == ("offsetlake", "", "")
+    assert settings.groups_exclude == "console-consumer-.*|connect-.*|__.*"
+
+
+def test_settings_survive_a_round_trip_through_the_pipeline_configuration() -> None:
+    settings = PipelineSettings(
+        target_bootstrap_servers="t1:9092,t2:9092",
+        target_alias="west",
+        sources=(SourceCluster("east", "e1:9092,e2:9092"), SourceCluster("north", "n:9092")),
+        separator="__",
+        offset_syncs_location="target",
+        mappings_topics="k2k-.*",
+        method_precedence=("checkpoint", "offset_sync", "mapping"),
+    )
+    assert PipelineSettings.from_mapping(settings.to_conf()) == settings
+
+
+def test_several_brokers_of_one_source_are_separated_by_semicolons() -> None:
+    assert parse_sources("east=a:1;b:2, west=c:3") == (
+        SourceCluster("east", "a:1,b:2"),
+        SourceCluster("west", "c:3"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("conf", "message"),
+    [
+        ({SOURCES: "east=e:1"}, TARGET_BOOTSTRAP),
+        ({TARGET_BOOTSTRAP: "t:1"}, SOURCES),
+        ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east"}, "alias=bootstrap"),
+        ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1,east=b:1"}, "twice"),
+        ({TARGET_BOOTSTRAP: "t:1", SOURCES: "e.ast=a:1"}, "alias"),
+        (
+            {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", METHOD_PRECEDENCE: "mapping,checkpoint"},
+            "exactly once",
+        ),
+        ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", "offsetlake.groups.include": "("}, "regex"),
+        (
+            {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", "offsetlake.mappings.format": "avro"},
+            "no Spark decoder",
+        ),
+        ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", "offsetlake.kafka.reader": "jdbc"}, "builtin"),
+    ],
+)
+def test_bad_configuration_fails_naming_the_key(conf: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        PipelineSettings.from_mapping(conf)
