@@ -7,10 +7,12 @@ every age and as-of comparison on a driver that is not on UTC.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from offsetlake.apply.planner import GoldOffset
+from offsetlake.pipeline.settings import METHODS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,17 +51,40 @@ def read_latest_offsets(spark: SparkSession, schema: str, catalog: str | None = 
 
 
 def read_offsets_as_of(
-    spark: SparkSession, as_of: datetime, schema: str, catalog: str | None = None
+    spark: SparkSession,
+    as_of: datetime,
+    schema: str,
+    catalog: str | None = None,
+    precedence: Sequence[str] = METHODS,
 ) -> list[GoldOffset]:
-    """The translations that were current at ``as_of``, from ``offset_history``."""
+    """The translation that was current at ``as_of`` per group-partition, from ``offset_history``.
+
+    History is kept per method, so several rows can be current at once. One is chosen with the
+    rule latest_offsets uses (offsetlake.pipeline.history): the freshest row (latest valid_from)
+    fixes the upstream offset, and among rows translating that upstream offset the first method
+    in ``precedence`` wins. Without this, methods that merely differ in precision would look like
+    a conflict between source clusters.
+    """
     if as_of.tzinfo is None:
         raise GoldTableError(f"--as-of needs a time zone: {as_of.isoformat()}")
     name = table_name(OFFSET_HISTORY, schema, catalog)
     at = f"timestamp_micros({to_micros(as_of)})"
-    query = (
-        f"SELECT {_COLUMNS}, unix_micros(source_timestamp) AS observed_micros FROM {name} "
-        f"WHERE valid_from <= {at} AND (valid_to IS NULL OR valid_to > {at})"
-    )
+    key = "source_cluster, consumer_group, topic, `partition`"
+    rank = " ".join(f"WHEN '{method}' THEN {index}" for index, method in enumerate(precedence))
+    query = f"""
+        WITH current AS (
+            SELECT *, max_by(upstream_offset, valid_from) OVER (PARTITION BY {key}) AS freshest_upstream
+            FROM {name}
+            WHERE valid_from <= {at} AND (valid_to IS NULL OR valid_to > {at})
+        ), chosen AS (
+            SELECT *, row_number() OVER (
+                PARTITION BY {key} ORDER BY CASE method {rank} ELSE {len(precedence)} END, valid_from DESC
+            ) AS choice
+            FROM current
+            WHERE upstream_offset <=> freshest_upstream
+        )
+        SELECT {_COLUMNS}, unix_micros(source_timestamp) AS observed_micros FROM chosen WHERE choice = 1
+    """
     return _collect(spark, query, name)
 
 

@@ -1,0 +1,71 @@
+"""Reading gold for the apply job: one translation per group-partition, also for --as-of restores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pyspark.sql import SparkSession
+
+from offsetlake.apply import gold
+from offsetlake.apply.planner import Action, Guards, LogBounds, TargetState, build_plan
+
+pytestmark = pytest.mark.spark
+
+HISTORY_DDL = (
+    "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
+    "upstream_offset BIGINT, method STRING, metadata STRING, source_timestamp TIMESTAMP, "
+    "valid_from TIMESTAMP, valid_to TIMESTAMP"
+)
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+def at(minutes: int) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def test_as_of_picks_one_method_per_partition(spark: SparkSession, unique_name: Callable[[str], str]) -> None:
+    schema = unique_name("gold").replace("-", "_").replace(".", "_")
+    spark.sql(f"CREATE SCHEMA `{schema}`")
+    rows = [
+        # p0: both methods translate upstream 500; precedence (offset_sync before checkpoint) wins.
+        ("east", "app", "east.orders", 0, 480, 500, "checkpoint", "", at(1), at(1), None),
+        ("east", "app", "east.orders", 0, 477, 500, "offset_sync", "", at(2), at(2), None),
+        # p1: the checkpoint is stale (upstream 300); the fresher offset_sync row (upstream 350) wins
+        # even though an older checkpoint row is still current.
+        ("east", "app", "east.orders", 1, 290, 300, "checkpoint", "", at(1), at(1), None),
+        ("east", "app", "east.orders", 1, 341, 350, "offset_sync", "", at(3), at(3), None),
+        # p2: superseded before T, so its later row is the one current at T.
+        ("east", "app", "east.orders", 2, 10, 20, "checkpoint", "", at(0), at(0), at(2)),
+        ("east", "app", "east.orders", 2, 15, 25, "checkpoint", "", at(2), at(2), None),
+        # p3: only valid after T: nothing to restore.
+        ("east", "app", "east.orders", 3, 99, 100, "checkpoint", "", at(9), at(9), None),
+    ]
+    spark.createDataFrame(rows, HISTORY_DDL).write.saveAsTable(f"`{schema}`.offset_history")
+
+    chosen = gold.read_offsets_as_of(spark, at(5), schema)
+
+    assert sorted((o.partition, o.downstream_offset, o.method) for o in chosen) == [
+        (0, 477, "offset_sync"),
+        (1, 341, "offset_sync"),
+        (2, 15, "checkpoint"),
+    ]
+    reversed_precedence = gold.read_offsets_as_of(
+        spark, at(5), schema, precedence=("checkpoint", "offset_sync", "mapping")
+    )
+    assert {(o.partition, o.method) for o in reversed_precedence} == {
+        (0, "checkpoint"),
+        (1, "offset_sync"),
+        (2, "checkpoint"),
+    }
+
+    # One row per partition, so the planner sees no false conflict between methods.
+    target = TargetState(
+        group_states={"app": "Empty"},
+        committed={},
+        log_bounds={("east.orders", p): LogBounds(0, 1000) for p in range(3)},
+        partition_counts={"east.orders": 4},
+    )
+    plan = build_plan(chosen, target, Guards(reference_time=at(5), max_age=None))
+    assert [row.action for row in plan] == [Action.APPLY] * 3
