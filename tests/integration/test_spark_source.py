@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 from confluent_kafka import KafkaError, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from offsetlake.kafka.spark_source import KAFKA_SCHEMA, register_data_sources
 from tests.kafka_helpers import (
     TIMEOUT_S,
     ClustersUnderTest,
+    admin_client,
     consume_all,
     create_topic,
     log_end_offset,
@@ -76,7 +76,8 @@ def kafka_reader(spark: SparkSession, bootstrap: str, **options: str) -> DataFra
 
 
 def group_ids(bootstrap: str) -> set[str]:
-    listing = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_groups().result(timeout=TIMEOUT_S)
+    admin = admin_client(bootstrap)  # referenced until the future completes (see admin_client)
+    listing = admin.list_consumer_groups().result(timeout=TIMEOUT_S)
     return {group.group_id for group in listing.valid}
 
 
@@ -248,7 +249,7 @@ def test_fail_on_data_loss_when_records_were_deleted_before_the_start(
     topic = unique_name("deleted")
     create_topic(source_bootstrap, topic)
     produce(source_bootstrap, topic, [(None, f"v{i}".encode()) for i in range(5)])
-    admin = AdminClient({"bootstrap.servers": source_bootstrap})
+    admin = admin_client(source_bootstrap)
     deleted = admin.delete_records([TopicPartition(topic, 0, 3)])
     deleted[TopicPartition(topic, 0, 3)].result(timeout=TIMEOUT_S)
 
