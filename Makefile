@@ -13,7 +13,7 @@ demo: bootstrap
 
 test: bootstrap
 	@$(VENV)/bin/ruff check .
-	@$(PY) -m pytest
+	@$(PY) -m pytest --durations=15
 
 lint: bootstrap
 	@$(VENV)/bin/ruff check .
