@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offsetlake.codecs import CodecError
+from offsetlake.codecs.json_text import parse_json
 
 
 @dataclass(frozen=True)
@@ -33,21 +34,6 @@ class ConnectOffset:
     connector: str
     partition: Mapping[str, Any]
     offset: Mapping[str, Any] | None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _parse_json(data: bytes, part: str) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except UnicodeDecodeError as error:
-        raise CodecError(f"{part}: invalid UTF-8 at byte {error.start}") from None
-    except ValueError as error:
-        raise CodecError(f"{part}: malformed JSON: {error}") from None
-    except RecursionError:
-        raise CodecError(f"{part}: malformed JSON: nested too deeply") from None
 
 
 def _dump_json(document: Any, part: str) -> bytes:
@@ -62,7 +48,7 @@ def _dump_json(document: Any, part: str) -> bytes:
 def decode_connect_offset(key: bytes | None, value: bytes | None) -> ConnectOffset:
     if key is None:
         raise CodecError("connect offset key: missing (the record has no key)")
-    document = _parse_json(bytes(key), "connect offset key")
+    document = parse_json(bytes(key), "connect offset key")
     if not isinstance(document, list) or len(document) != 2:
         raise CodecError(
             "connect offset key: expected a JSON array [connector, {partition}], "
@@ -80,7 +66,7 @@ def decode_connect_offset(key: bytes | None, value: bytes | None) -> ConnectOffs
         )
     if value is None:
         return ConnectOffset(connector, partition, None)
-    offset = _parse_json(bytes(value), "connect offset value")
+    offset = parse_json(bytes(value), "connect offset value")
     if offset is not None and not isinstance(offset, dict):
         raise CodecError(
             f"connect offset value: source offset must be a JSON object or null, got {type(offset).__name__}"

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from offsetlake.codecs import CodecError
+from offsetlake.codecs.json_text import parse_json
 
 K2K_JSON_V1: Final = "k2k-json-v1"
 
@@ -71,21 +72,10 @@ def mapping_formats() -> list[str]:
 
 
 def _json_object(data: bytes, part: str) -> dict[str, Any]:
-    try:
-        document = json.loads(bytes(data).decode("utf-8"), parse_constant=_reject_constant)
-    except UnicodeDecodeError as error:
-        raise CodecError(f"{part}: invalid UTF-8 at byte {error.start}") from None
-    except ValueError as error:
-        raise CodecError(f"{part}: malformed JSON: {error}") from None
-    except RecursionError:
-        raise CodecError(f"{part}: malformed JSON: nested too deeply") from None
+    document = parse_json(data, part)
     if not isinstance(document, dict):
         raise CodecError(f"{part}: expected a JSON object, got {type(document).__name__}")
     return document
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def _offset_field(document: dict[str, Any], field: str, part: str) -> int:
