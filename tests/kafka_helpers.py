@@ -9,10 +9,9 @@ is, so the same test holds on Apache Kafka.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import (
@@ -28,10 +27,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from offsetlake.simulate.target_consumers import active_member
+
 TIMEOUT_S = 15.0
-# The broker minimum (group.min.session.timeout.ms) on Apache Kafka; Tansu makes a join wait for the
-# whole rebalance timeout (max.poll.interval.ms), so keep both at the minimum.
-GROUP_TIMEOUT_MS = 6000
 
 Bytes = bytes | str | None
 TopicPartitionKey = tuple[str, int]
@@ -261,56 +259,16 @@ def group_state(bootstrap: str, group: str) -> ConsumerGroupState:
     return future.result(timeout=TIMEOUT_S).state
 
 
-@contextlib.contextmanager
 def active_consumer(
     bootstrap: str, group: str, topic: str, *, timeout_s: float = 30.0
-) -> Iterator[list[TopicPartitionKey]]:
+) -> contextlib.AbstractContextManager[list[TopicPartitionKey]]:
     """A member that has joined ``group`` (subscribed to ``topic``) for the block; yields its assignment.
 
-    A background thread keeps polling so the member stays in the group for as long as the block
-    runs (a consumer that stops polling leaves after max.poll.interval.ms); nothing is committed.
-    Tansu quirk: a join waits for the rebalance timeout, hence the minimum group timeouts.
+    The demo's own live member (offsetlake.simulate.target_consumers.active_member): it keeps
+    polling so it stays in the group, commits nothing, and uses the minimum group timeouts
+    because a Tansu join waits for the rebalance timeout.
     """
-    assigned = threading.Event()
-    stop = threading.Event()
-    assignment: list[TopicPartitionKey] = []
-    failure: list[BaseException] = []
-
-    def on_assign(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        assignment.extend((tp.topic, tp.partition) for tp in partitions)
-        assigned.set()
-
-    def member() -> None:
-        consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "enable.auto.commit": False,
-                "session.timeout.ms": GROUP_TIMEOUT_MS,
-                "max.poll.interval.ms": GROUP_TIMEOUT_MS,
-            }
-        )
-        try:
-            consumer.subscribe([topic], on_assign=on_assign)
-            while not stop.is_set():
-                consumer.poll(0.2)
-        except BaseException as error:  # reported to the test thread below
-            failure.append(error)
-            assigned.set()
-        finally:
-            consumer.close()
-
-    thread = threading.Thread(target=member, name=f"active-consumer-{group}", daemon=True)
-    thread.start()
-    try:
-        if not assigned.wait(timeout_s):
-            raise TimeoutError(f"no partitions of {topic} assigned to group {group} within {timeout_s} s")
-        if failure:
-            raise failure[0]
-        yield assignment
-    finally:
-        stop.set()
-        thread.join(timeout=timeout_s)
+    return active_member(bootstrap, group, [topic], timeout_s=timeout_s)
 
 
 def _raise_partition_errors(topic_partitions: Iterable[TopicPartition]) -> None:

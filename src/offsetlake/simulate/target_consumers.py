@@ -146,20 +146,25 @@ def _reached_end(read: list[tuple[int, str]], log_end_offset: int) -> bool:
 @contextmanager
 def active_member(
     bootstrap: str, group: str, topics: Sequence[str], *, timeout_s: float = JOIN_TIMEOUT_S
-) -> Iterator[None]:
+) -> Iterator[list[tuple[str, int]]]:
     """Keep a live member in ``group`` for the block, like an application already running on the target.
 
-    A background thread polls so the member stays past max.poll.interval.ms; it starts at the log
-    end and commits nothing.
+    Yields the member's assignment as (topic, partition) pairs. A background thread polls so the
+    member stays past max.poll.interval.ms; it starts at the log end and commits nothing.
     """
     joined = threading.Event()
     stop = threading.Event()
+    assignment: list[tuple[str, int]] = []
     failure: list[BaseException] = []
+
+    def on_assign(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        assignment.extend((tp.topic, tp.partition) for tp in partitions)
+        joined.set()
 
     def member() -> None:
         consumer = _group_consumer(bootstrap, group, "latest")
         try:
-            consumer.subscribe(list(topics), on_assign=lambda _consumer, _partitions: joined.set())
+            consumer.subscribe(list(topics), on_assign=on_assign)
             while not stop.is_set():
                 consumer.poll(0.2)
         except BaseException as error:  # handed to the caller's thread below
@@ -177,7 +182,7 @@ def active_member(
             )
         if failure:
             raise ConsumerCheckError(f"group {group}: {failure[0]}") from failure[0]
-        yield
+        yield assignment
     finally:
         stop.set()
         thread.join(timeout=timeout_s)
