@@ -11,7 +11,7 @@ Two questions, each answered on its own Tansu pair in a temporary home (never a 
    Target: B / A <= 1.5.
 
 Pipeline time is the spark-pipelines process, start-up included (what an update costs); the
-runner's one-off set-up on a fresh home (creating the schema) is printed apart and left out.
+runner's set-up before it (writing the spec) is printed apart and left out.
 
 Each pipeline run also reports the peak memory of the whole process tree (this process, the
 spark-pipelines client, its Spark Connect JVM and Python workers; the brokers are left out
@@ -134,7 +134,7 @@ class PipelineFigures:
     label: str
     result: PipelineRunResult
     wall_s: float
-    """run_pipeline as a whole: also its set-up before spark-pipelines starts (schema on a fresh home)."""
+    """run_pipeline as a whole: also its set-up before spark-pipelines starts."""
     launched_at: datetime
     """When spark-pipelines started, naive local time like the pipeline's progress events."""
     log_copy: Path

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 TRANSFORMATIONS_DIR: Final = Path(__file__).resolve().parent / "transformations"
+SDP_LAUNCHER: Final = Path(__file__).resolve().parent / "sdp_launcher.py"
+SDP_MAIN_CLASS: Final = "org.apache.spark.deploy.SparkPipelines"
 PIPELINE_NAME: Final = "offsetlake"
 SPEC_FILE: Final = "spark-pipeline.yml"
 MAX_FLOW_RETRIES_CONF: Final = "spark.sql.pipelines.maxFlowRetryAttempts"
@@ -204,19 +206,10 @@ def write_spark_defaults(home: Path) -> Path:
     return conf_dir
 
 
-def ensure_local_schema(home: Path) -> None:
-    """spark-pipelines needs the schema to exist; create it once in a short-lived local Spark."""
-    if (home / "warehouse" / f"{LOCAL_SCHEMA}.db").is_dir():
-        return
-    code = (
-        "import sys; from pathlib import Path; from offsetlake.pipeline.local_spark import get_local_spark; "
-        "get_local_spark(Path(sys.argv[1]), app_name='offsetlake-schema').stop()"
-    )
-    subprocess.run([sys.executable, "-c", code, str(home)], check=True, capture_output=True)
-
-
 def spark_pipelines_command(spec_path: Path, full_refresh: bool) -> list[str]:
-    command = [str(Path(sys.executable).with_name("spark-pipelines")), "run", "--spec", str(spec_path)]
+    """What the `spark-pipelines` script runs, with our launcher (creates the schema) as the CLI."""
+    spark_class = Path(sys.executable).with_name("spark-class")
+    command = [str(spark_class), SDP_MAIN_CLASS, str(SDP_LAUNCHER), "run", "--spec", str(spec_path)]
     if full_refresh:
         command.append("--full-refresh-all")
     return command
@@ -233,7 +226,6 @@ def run_pipeline(
     home = (home or local_home()).resolve()
     settings = settings or local_settings(home)
     spec_path = write_spec(home, settings, spark_conf)
-    ensure_local_schema(home)
     log_path = home / "pipeline" / "last-run.log"
     env = {
         **os.environ,
