@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOCAL_SCHEMA = "offsetlake"
+# Errors only: Spark's default profile prints every WARN between the CLI's progress lines.
+LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 
 
 def local_spark_conf(home: Path | None = None) -> dict[str, str]:
@@ -27,7 +29,9 @@ def local_spark_conf(home: Path | None = None) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
         ),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={home} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
+        ),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
