@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsetlake.apply.cli import parse_duration, parse_timestamp
+from offsetlake.apply.cli import parse_duration, parse_method_precedence, parse_timestamp
 from offsetlake.apply.planner import (
     Action,
     ActiveGroupPolicy,
@@ -321,6 +321,14 @@ def test_max_age_durations(text: str, expected: timedelta | None) -> None:
 def test_bad_max_age_is_a_usage_error(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="duration"):
         parse_duration(text)
+
+
+def test_method_precedence_lists_every_method_once() -> None:
+    expected = ("checkpoint", "offset_sync", "mapping")
+    assert parse_method_precedence("checkpoint, offset_sync,mapping") == expected
+    for bad in ("checkpoint,offset_sync", "mapping,mapping,checkpoint", "mapping,offset_sync,checkpoint,x"):
+        with pytest.raises(argparse.ArgumentTypeError, match="exactly once"):
+            parse_method_precedence(bad)
 
 
 def test_as_of_without_a_zone_is_utc() -> None:

@@ -51,6 +51,7 @@ from offsetlake.apply.target_state import TargetClusterError, read_target_state
 from offsetlake.kafka.client_config import ClientConfigError
 from offsetlake.kafka.local_cluster import LocalClusterError, load_clusters
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
+from offsetlake.pipeline.settings import METHODS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -182,11 +183,26 @@ def format_plan_table(plan: Sequence[PlanRow]) -> str:
     )
 
 
+def parse_method_precedence(text: str) -> tuple[str, ...]:
+    """``mapping,offset_sync,checkpoint`` in any order, each method exactly once."""
+    methods = tuple(method.strip() for method in text.split(","))
+    if sorted(methods) != sorted(METHODS):
+        raise argparse.ArgumentTypeError(f"must list each of {', '.join(METHODS)} exactly once, got {text!r}")
+    return methods
+
+
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--as-of",
         type=parse_timestamp,
         help="restore the offsets gold had at this time (ISO 8601, UTC if no zone), from offset_history",
+    )
+    parser.add_argument(
+        "--method-precedence",
+        type=parse_method_precedence,
+        default=METHODS,
+        help="with --as-of: which translation method wins among those current at that time, as the "
+        f"pipeline's offsetlake.method.precedence (default: {','.join(METHODS)})",
     )
     parser.add_argument("--groups", default=".*", help="regex of consumer groups to include (default: all)")
     parser.add_argument("--exclude-groups", help="regex of consumer groups to leave alone")
@@ -290,7 +306,7 @@ def _run(
     audit_table = audit.audit_table_name(schema, args.catalog)
 
     offsets = (
-        gold.read_offsets_as_of(spark, args.as_of, schema, args.catalog)
+        gold.read_offsets_as_of(spark, args.as_of, schema, args.catalog, precedence=args.method_precedence)
         if args.as_of
         else gold.read_latest_offsets(spark, schema, args.catalog)
     )
