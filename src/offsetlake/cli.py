@@ -12,6 +12,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from offsetlake.kafka.local_cluster import LocalClusterError
+
+EXIT_USAGE = 2
+
 COMMAND_MODULES: tuple[str, ...] = (
     "offsetlake.kafka.local_cli",
     "offsetlake.pipeline.runner",
@@ -35,6 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)
+    except (LocalClusterError, ValueError) as error:
+        # The operator's to fix (no local clusters, a bad setting or flag value): the message says
+        # what and how; a traceback would only hide it.
+        print(f"offsetlake: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("offsetlake: interrupted", file=sys.stderr)
         return 130

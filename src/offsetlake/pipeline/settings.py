@@ -93,11 +93,16 @@ class PipelineSettings:
             if not _ALIAS.match(alias):
                 raise ValueError(f"cluster alias {alias!r} must match {_ALIAS.pattern}")
         if self.replication_policy not in POLICY_KINDS:
-            raise ValueError(f"{REPLICATION_POLICY} must be one of {', '.join(POLICY_KINDS)}")
+            raise ValueError(
+                f"{REPLICATION_POLICY} must be one of {', '.join(POLICY_KINDS)}, "
+                f"got {self.replication_policy!r}"
+            )
         if not self.separator:
             raise ValueError(f"{REPLICATION_SEPARATOR} must not be empty")
         if self.offset_syncs_location not in ("source", "target"):
-            raise ValueError(f"{OFFSET_SYNCS_LOCATION} must be 'source' or 'target'")
+            raise ValueError(
+                f"{OFFSET_SYNCS_LOCATION} must be 'source' or 'target', got {self.offset_syncs_location!r}"
+            )
         if self.kafka_reader not in ("offsetlake", "builtin"):
             raise ValueError(f"{KAFKA_READER} must be 'offsetlake' or 'builtin'")
         if self.mappings_format not in SUPPORTED_MAPPING_FORMATS:
