@@ -29,6 +29,7 @@ from typing import Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
+from offsetlake.codecs.mm2 import CHECKPOINT_VALUE_VERSION
 from offsetlake.pipeline.frames import add_columns
 
 DECODE_ERROR: Final = "decode_error"
@@ -180,7 +181,7 @@ def decode_checkpoints(df: DataFrame, key: str = "key", value: str = "value") ->
     key_parser.end()
 
     value_parser = _WireParser(sf.col(value), "checkpoint value", _missing("value"))
-    value_parser.version(0)
+    value_parser.version(CHECKPOINT_VALUE_VERSION)
     upstream_offset = value_parser.int64("upstreamOffset")
     downstream_offset = value_parser.int64("offset")
     metadata = value_parser.string("metadata")
