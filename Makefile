@@ -9,7 +9,7 @@ bootstrap:
 	@scripts/bootstrap.sh
 
 demo: bootstrap
-	@$(VENV)/bin/offsetlake demo
+	@$(PY) -m offsetlake_dev demo
 
 test: bootstrap
 	@$(VENV)/bin/ruff check .
@@ -27,10 +27,10 @@ bench: bootstrap
 	@for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 up: bootstrap
-	@$(VENV)/bin/offsetlake local up
+	@$(PY) -m offsetlake_dev local up
 
 down:
-	@[ ! -x $(VENV)/bin/offsetlake ] || $(VENV)/bin/offsetlake local down
+	@[ ! -x $(PY) ] || $(PY) -m offsetlake_dev local down
 
 lock: bootstrap
 	@$(PY) -m pip freeze --exclude-editable | sed '1i # Full resolved set for reproducible installs (pip install -c constraints.txt). Regenerate with `make lock`.' > constraints.txt

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from offsetlake.apply.executor import Outcome, execute_plan
 from offsetlake.apply.planner import Action, GoldOffset, Guards, build_plan
 from offsetlake.apply.target_state import read_target_state
-from offsetlake.kafka.local_cluster import running_clusters
+from offsetlake_dev.local_cluster import running_clusters
 
 PARTITIONS = 8
 TOPICS = 50

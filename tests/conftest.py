@@ -45,7 +45,7 @@ def kafka_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
     if source or target:
         pytest.fail(f"set both {SOURCE_BOOTSTRAP_ENV} and {TARGET_BOOTSTRAP_ENV}, or neither")
 
-    from offsetlake.kafka.local_cluster import running_clusters
+    from offsetlake_dev.local_cluster import running_clusters
 
     # The brokers run detached, so a session killed by SIGTERM (`timeout pytest ...`) would leave
     # them behind: turn SIGTERM into an interrupt, which pytest answers by tearing fixtures down.

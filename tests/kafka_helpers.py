@@ -27,7 +27,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from offsetlake.simulate.target_consumers import active_member
+from offsetlake_dev.simulate.target_consumers import active_member
 
 TIMEOUT_S = 15.0
 
@@ -264,7 +264,7 @@ def active_consumer(
 ) -> contextlib.AbstractContextManager[list[TopicPartitionKey]]:
     """A member that has joined ``group`` (subscribed to ``topic``) for the block; yields its assignment.
 
-    The demo's own live member (offsetlake.simulate.target_consumers.active_member): it keeps
+    The demo's own live member (offsetlake_dev.simulate.target_consumers.active_member): it keeps
     polling so it stays in the group, commits nothing, and uses the minimum group timeouts
     because a Tansu join waits for the rebalance timeout.
     """

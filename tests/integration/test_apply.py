@@ -25,10 +25,12 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicP
 from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply import audit
-from offsetlake.apply import cli as apply_cli
-from offsetlake.apply.secrets import SecretsProvider
-from offsetlake.cli import build_parser
-from offsetlake.kafka.local_cluster import LOOPBACK
+from offsetlake.apply import job as apply_job
+from offsetlake.apply.job import ApplyStatus
+from offsetlake.cli.context import Context
+from offsetlake.cli.main import run_command
+from offsetlake.secrets import SecretsProvider
+from offsetlake_dev.local_cluster import LOOPBACK
 from tests.kafka_helpers import (
     TIMEOUT_S,
     ClustersUnderTest,
@@ -122,9 +124,8 @@ class ApplyHarness:
     ) -> CliResult:
         target = bootstrap or self.target_bootstrap
         argv = [command, "--schema", self.schema, "--target-bootstrap-servers", target, "--timeout", "10"]
-        args = build_parser().parse_args([*argv, *options])
         out, err = io.StringIO(), io.StringIO()
-        code = apply_cli.run(args, dry_run=command == "plan", secrets=secrets, out=out, err=err)
+        code = run_command([*argv, *options], Context(out=out, err=err, secrets=secrets))
         return CliResult(code, out.getvalue(), err.getvalue())
 
     def audit(self, where: str = "TRUE") -> list[Row]:
@@ -251,7 +252,7 @@ def test_an_active_group_fails_the_run_or_is_skipped(
 
     with active_consumer(target_bootstrap, active, topic):
         refused = harness.run("apply")
-        assert refused.exit_code == apply_cli.EXIT_REFUSED, refused
+        assert refused.exit_code == ApplyStatus.REFUSED, refused
         assert active in refused.stderr and "nothing altered" in refused.stderr
         assert position(target_bootstrap, idle, topic) is None
         assert position(target_bootstrap, active, topic) is None
@@ -328,7 +329,7 @@ def test_a_run_interrupted_before_its_results_are_recorded_converges_on_rerun(
 
     monkeypatch.setattr(audit, "append_audit", append_failing_on_results)
     interrupted = harness.run("apply")
-    assert interrupted.exit_code == apply_cli.EXIT_FAILED, interrupted
+    assert interrupted.exit_code == ApplyStatus.FAILED, interrupted
     assert "rerun the same command" in interrupted.stderr
     assert position(target_bootstrap, group, topic) == 4
     monkeypatch.setattr(audit, "append_audit", real_append)
@@ -383,7 +384,7 @@ def test_secret_values_never_reach_output_or_the_audit(
         "kafka-target",
         secrets=FakeSecretScope({"kafka.security.protocol": protocol}),
     )
-    assert bad.exit_code == apply_cli.EXIT_FAILED
+    assert bad.exit_code == ApplyStatus.FAILED
     assert "***" in bad.stderr  # librdkafka quotes the invalid value; it is masked
 
     captured = capfd.readouterr()
@@ -446,16 +447,16 @@ def test_the_target_dying_mid_run_fails_clearly(
     topic = filled_topic(bootstrap, unique_name("doomed"))
     groups = [unique_name("doomed-app") for _ in range(3)]
     harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
-    real_execute = apply_cli.execute_plan
+    real_execute = apply_job.execute_plan
 
     def kill_broker_then_execute(*args: Any, **kwargs: Any) -> Any:
         os.kill(broker.pid, signal.SIGKILL)
         broker.wait(timeout=10)
         return real_execute(*args, **kwargs)
 
-    monkeypatch.setattr(apply_cli, "execute_plan", kill_broker_then_execute)
+    monkeypatch.setattr(apply_job, "execute_plan", kill_broker_then_execute)
     died = harness.run("apply", "--timeout", "3", bootstrap=bootstrap)
-    assert died.exit_code == apply_cli.EXIT_FAILED, died
+    assert died.exit_code == ApplyStatus.FAILED, died
     assert f"3 partitions failed on {bootstrap}" in died.stderr
     for group in groups:
         assert re.search(rf"^{group}: failed 1; error: alter failed: ", died.stdout, re.MULTILINE), (
@@ -465,7 +466,7 @@ def test_the_target_dying_mid_run_fails_clearly(
     assert [(row["outcome"], row["verified"]) for row in results] == [("failed", False)] * 3
 
     down = harness.run("apply", "--timeout", "3", bootstrap=bootstrap)
-    assert down.exit_code == apply_cli.EXIT_FAILED
+    assert down.exit_code == ApplyStatus.FAILED
     assert f"error: target cluster {bootstrap}: cannot list topics" in down.stderr
 
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake.cli import EXIT_USAGE, main
-from offsetlake.kafka.local_cluster import running_clusters
+from offsetlake.cli.main import EXIT_USAGE, main
+from offsetlake.clusters import START_HINT
+from offsetlake_dev.local_cluster import running_clusters
 
 
 def test_missing_local_clusters_is_a_clear_usage_error(
@@ -16,7 +17,7 @@ def test_missing_local_clusters_is_a_clear_usage_error(
     assert main(["pipeline", "run"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("offsetlake: no local clusters recorded")
-    assert "run `offsetlake local up` first" in err
+    assert START_HINT in err
     assert "Traceback" not in err
 
 

@@ -22,7 +22,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedPr
     home = tmp_path_factory.mktemp("demo_home")
     environment = {**os.environ, "OFFSETLAKE_HOME": str(home)}
     return subprocess.run(
-        [sys.executable, "-m", "offsetlake.cli", "demo"],
+        [sys.executable, "-m", "offsetlake_dev", "demo"],
         capture_output=True,
         text=True,
         env=environment,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -21,8 +22,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.cli import main
-from offsetlake.kafka.local_cluster import (
+from offsetlake.clusters import START_HINT
+from offsetlake_dev.cli import main
+from offsetlake_dev.local_cluster import (
     CLUSTERS_FILE,
     ClusterState,
     KafkaCluster,
@@ -70,7 +72,8 @@ def test_cli_up_status_down(offsetlake_home: Path, capsys: pytest.CaptureFixture
     capsys.readouterr()
 
     assert main(["local", "status"]) == 0
-    status_lines = capsys.readouterr().out.splitlines()
+    # header, rule, one line per cluster
+    status_lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("-")]
     assert status_lines[0].split() == ["CLUSTER", "STATE", "BOOTSTRAP", "PID"]
     assert status_lines[1].split() == [
         "source",
@@ -91,11 +94,11 @@ def test_cli_up_status_down(offsetlake_home: Path, capsys: pytest.CaptureFixture
     assert not (offsetlake_home / CLUSTERS_FILE).exists()
 
     assert main(["local", "status"]) == 1
-    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[1:]] == [
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]] == [
         ["source", "stopped"],
         ["target", "stopped"],
     ]
-    with pytest.raises(LocalClusterError, match="run `offsetlake local up` first"):
+    with pytest.raises(LocalClusterError, match=re.escape(START_HINT)):
         load_clusters()
     assert main(["local", "down"]) == 0
     assert "no local broker was running" in capsys.readouterr().out

@@ -16,9 +16,9 @@ import pytest
 
 from offsetlake.codecs.mappings import decode_k2k_json_v1
 from offsetlake.codecs.mm2 import decode_checkpoint, decode_offset_sync
-from offsetlake.simulate import MirrorSettings, MirrorSimulator
-from offsetlake.simulate.target_consumers import resume_group
 from offsetlake.translation import sync_pairs, translate
+from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
+from offsetlake_dev.simulate.target_consumers import resume_group
 from tests.kafka_helpers import alter_group_offsets, consume_all, log_end_offset
 
 pytestmark = pytest.mark.kafka

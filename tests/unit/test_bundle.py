@@ -18,7 +18,7 @@ from databricks.bundles.jobs import Job
 from databricks.bundles.pipelines import Pipeline
 from jsonschema.protocols import Validator
 
-from offsetlake.cli import build_parser
+from offsetlake.cli.main import build_parser
 from tests.bundle_validation import (
     BUNDLE_ROOT_FILE,
     BUNDLE_SCHEMA_PATH,
@@ -173,7 +173,7 @@ def test_job_runs_the_pipeline_then_applies_offsets_once_at_a_time(
     assert wheel_task is not None
     assert wheel_task.package_name == project["name"]
     # python_wheel_task looks the entry point up in the wheel's metadata: it must be a script.
-    assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli:main"
+    assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli.main:main"
     assert [str(parameter) for parameter in wheel_task.parameters] == [
         "apply",
         "--catalog", "${var.catalog}",

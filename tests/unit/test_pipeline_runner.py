@@ -6,7 +6,8 @@ client traceback); the integration tests run the real thing.
 
 from __future__ import annotations
 
-from offsetlake.pipeline.runner import RunLog, format_table, judge
+from offsetlake.cli.render import sql_table
+from offsetlake.pipeline.runner import RunLog, judge
 
 KNOWN_ERROR = (
     "pyspark.errors.exceptions.base.PySparkValueError: [UNKNOWN_RESPONSE] Unknown response: "
@@ -102,11 +103,11 @@ def test_a_flow_left_unfinished_is_a_failure() -> None:
     assert judge(0, _log(lines)) == (False, "flows did not complete: spark_catalog.offsetlake.latest_offsets")
 
 
-def test_format_table_aligns_columns_and_shows_nulls() -> None:
-    assert format_table(["a", "long_name"], [(1, None), ("xyz", 2)]).splitlines() == [
-        "a   | long_name",
-        "----+----------",
-        "1   | NULL     ",
-        "xyz | 2        ",
+def test_sql_table_aligns_columns_and_shows_nulls() -> None:
+    assert sql_table(["a", "long_name"], [(1, None), ("xyz", 2)]).splitlines() == [
+        " a   | long_name",
+        "-----+-------------",
+        " 1   | NULL",
+        " xyz | 2",
         "(2 rows)",
     ]

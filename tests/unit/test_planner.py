@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsetlake.apply.cli import parse_duration, parse_method_precedence, parse_timestamp
 from offsetlake.apply.planner import (
     Action,
     ActiveGroupPolicy,
@@ -27,6 +26,7 @@ from offsetlake.apply.planner import (
     refused_by_active_policy,
     select_offsets,
 )
+from offsetlake.cli.options import parse_duration, parse_method_precedence, parse_timestamp
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 FRESH = NOW - timedelta(minutes=5)

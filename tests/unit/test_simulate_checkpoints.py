@@ -6,13 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync
-from offsetlake.simulate.checkpoint_emitter import (
+from offsetlake_dev.simulate.checkpoint_emitter import (
     CheckpointEmitter,
     CommittedOffset,
     checkpoint_is_more_recent,
 )
-from offsetlake.simulate.offset_sync_store import OffsetSyncStore
-from offsetlake.simulate.offset_sync_writer import OffsetSyncWriter
+from offsetlake_dev.simulate.offset_sync_store import OffsetSyncStore
+from offsetlake_dev.simulate.offset_sync_writer import OffsetSyncWriter
 
 
 def _checkpoint(upstream: int, downstream: int) -> Checkpoint:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsetlake.simulate.ground_truth import GroundTruth, ReplicatedRecord, record_id
+from offsetlake_dev.simulate.ground_truth import GroundTruth, ReplicatedRecord, record_id
 
 
 def _truth(source_offsets: list[int], first_target_offset: int = 5) -> GroundTruth:

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsetlake.codecs.mm2 import OffsetSync
-from offsetlake.simulate.offset_sync_store import SYNC_SLOTS, OffsetSyncStore, update_sync_slots
-from offsetlake.simulate.offset_sync_writer import OffsetSyncWriter
 from offsetlake.translation import sync_pairs, translate
+from offsetlake_dev.simulate.offset_sync_store import SYNC_SLOTS, OffsetSyncStore, update_sync_slots
+from offsetlake_dev.simulate.offset_sync_writer import OffsetSyncWriter
 
 
 def _replicate(

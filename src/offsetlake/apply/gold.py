@@ -12,18 +12,22 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from offsetlake.apply.planner import GoldOffset
-from offsetlake.pipeline.settings import METHODS
+from offsetlake.errors import ExternalError
+from offsetlake.pipeline.precedence import METHODS, choose_translation
+from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-LATEST_OFFSETS = "latest_offsets"
-OFFSET_HISTORY = "offset_history"
+    from pyspark.sql import DataFrame, SparkSession
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COLUMNS = (
-    "source_cluster, consumer_group, topic, `partition`, downstream_offset, method, "
-    "unix_micros(source_timestamp) AS source_micros"
+    "source_cluster",
+    "consumer_group",
+    "topic",
+    "`partition`",
+    "downstream_offset",
+    "method",
+    "unix_micros(source_timestamp) AS source_micros",
 )
 # latest_offsets may carry when each translation was last re-observed (the pipeline writes it);
 # without it, a translation is only known to hold at its source_timestamp.
@@ -31,7 +35,7 @@ _LAST_OBSERVED = "last_observed_at"
 _REQUIRED = ("source_cluster", "consumer_group", "topic", "partition", "downstream_offset", "source_micros")
 
 
-class GoldTableError(ValueError):
+class GoldTableError(ExternalError, ValueError):
     """The gold table is missing or holds rows the apply job cannot use."""
 
 
@@ -43,11 +47,12 @@ def table_name(table: str, schema: str, catalog: str | None = None) -> str:
 
 def read_latest_offsets(spark: SparkSession, schema: str, catalog: str | None = None) -> list[GoldOffset]:
     """Every current translation in ``latest_offsets``."""
-    name = table_name(LATEST_OFFSETS, schema, catalog)
+    name = table_name(LATEST_OFFSETS.name, schema, catalog)
     observed = "source_timestamp"
     if _LAST_OBSERVED in _columns(spark, name):
         observed = f"coalesce({_LAST_OBSERVED}, source_timestamp)"
-    return _collect(spark, f"SELECT {_COLUMNS}, unix_micros({observed}) AS observed_micros FROM {name}", name)
+    frame = spark.table(name).selectExpr(*_COLUMNS, f"unix_micros({observed}) AS observed_micros")
+    return _collect(frame, name)
 
 
 def read_offsets_as_of(
@@ -59,33 +64,27 @@ def read_offsets_as_of(
 ) -> list[GoldOffset]:
     """The translation that was current at ``as_of`` per group-partition, from ``offset_history``.
 
-    History is kept per method, so several rows can be current at once. One is chosen with the
-    rule latest_offsets uses (offsetlake.pipeline.history): the freshest row (latest valid_from)
-    fixes the upstream offset, and among rows translating that upstream offset the first method
-    in ``precedence`` wins. Without this, methods that merely differ in precision would look like
-    a conflict between source clusters.
+    History is kept per method, so several rows can be current at once: one is chosen with the
+    rule latest_offsets uses (offsetlake.pipeline.precedence), with valid_from as the freshness.
+    Without this, methods that merely differ in precision would look like a conflict between
+    source clusters.
     """
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as sf
+
     if as_of.tzinfo is None:
         raise GoldTableError(f"--as-of needs a time zone: {as_of.isoformat()}")
-    name = table_name(OFFSET_HISTORY, schema, catalog)
-    at = f"timestamp_micros({to_micros(as_of)})"
-    key = "source_cluster, consumer_group, topic, `partition`"
-    rank = " ".join(f"WHEN '{method}' THEN {index}" for index, method in enumerate(precedence))
-    query = f"""
-        WITH current AS (
-            SELECT *, max_by(upstream_offset, valid_from) OVER (PARTITION BY {key}) AS freshest_upstream
-            FROM {name}
-            WHERE valid_from <= {at} AND (valid_to IS NULL OR valid_to > {at})
-        ), chosen AS (
-            SELECT *, row_number() OVER (
-                PARTITION BY {key} ORDER BY CASE method {rank} ELSE {len(precedence)} END, valid_from DESC
-            ) AS choice
-            FROM current
-            WHERE upstream_offset <=> freshest_upstream
-        )
-        SELECT {_COLUMNS}, unix_micros(source_timestamp) AS observed_micros FROM chosen WHERE choice = 1
-    """
-    return _collect(spark, query, name)
+    name = table_name(OFFSET_HISTORY.name, schema, catalog)
+    at = sf.timestamp_micros(sf.lit(to_micros(as_of)))
+    try:
+        history = spark.table(name)
+    except AnalysisException as error:
+        raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
+    current = history.where(
+        (sf.col("valid_from") <= at) & (sf.col("valid_to").isNull() | (sf.col("valid_to") > at))
+    )
+    chosen = choose_translation(current, precedence, freshness="valid_from")
+    return _collect(chosen.selectExpr(*_COLUMNS, "unix_micros(source_timestamp) AS observed_micros"), name)
 
 
 def to_micros(moment: datetime) -> int:
@@ -105,11 +104,11 @@ def _columns(spark: SparkSession, name: str) -> list[str]:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
 
 
-def _collect(spark: SparkSession, query: str, name: str) -> list[GoldOffset]:
+def _collect(frame: DataFrame, name: str) -> list[GoldOffset]:
     from pyspark.errors import AnalysisException
 
     try:
-        rows = spark.sql(query).collect()
+        rows = frame.collect()
     except AnalysisException as error:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
     offsets = []

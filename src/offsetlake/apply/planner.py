@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from offsetlake.errors import UsageError
+from offsetlake.positions import CommittedOffset, GroupPartition, LogBounds, TopicPartitionKey
+
 MARKER_PREFIX = "offsetlake"
 
 # Group states in which nobody consumes, so an alter cannot race a member's commits. A group the
 # target never saw is described as Dead (Apache Kafka < 4), reported GROUP_ID_NOT_FOUND (KIP-1043)
 # or Empty (Tansu); all three are safe. Anything else, including an unparsable state, is active.
 SAFE_GROUP_STATES = frozenset({"Empty", "Dead", "NotFound"})
-
-GroupPartition = tuple[str, str, int]
-TopicPartitionKey = tuple[str, int]
 
 
 class Action(StrEnum):
@@ -50,7 +50,7 @@ class ActiveGroupPolicy(StrEnum):
     SKIP = "skip"
 
 
-class PlanError(ValueError):
+class PlanError(UsageError, ValueError):
     """Inputs the planner cannot reason about (bad regex, duplicate keys, negative bounds)."""
 
 
@@ -76,20 +76,6 @@ class GoldOffset:
     @property
     def key(self) -> GroupPartition:
         return (self.consumer_group, self.topic, self.partition)
-
-
-@dataclass(frozen=True)
-class LogBounds:
-    """A partition's log start offset and log end offset (the next offset to be written)."""
-
-    log_start: int
-    log_end: int
-
-
-@dataclass(frozen=True)
-class CommittedOffset:
-    offset: int
-    metadata: str = ""
 
 
 @dataclass(frozen=True)

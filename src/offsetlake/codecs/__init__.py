@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from offsetlake.errors import ExternalError
 
-class CodecError(ValueError):
+
+class CodecError(ExternalError, ValueError):
     """A record's bytes do not match the expected wire format; the message says what and where."""

@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from offsetlake.errors import UsageError
+
 KAFKA_OPTION_PREFIX = "kafka."
 REDACTED = "***"
 
@@ -43,7 +45,7 @@ _JAAS_OPTION = re.compile(rf"""(?P<name>[\w.-]+)\s*=\s*(?:(?P<quoted>{_QUOTED})|
 _JAAS_ESCAPE = re.compile(r"\\(.)")
 
 
-class ClientConfigError(ValueError):
+class ClientConfigError(UsageError, ValueError):
     """A Kafka client setting that cannot be translated for librdkafka."""
 
 

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from offsetlake.errors import ExternalError, UsageError
+
 EARLIEST = -2
 LATEST = -1
 
@@ -28,11 +30,11 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _log = logging.getLogger(__name__)
 
 
-class OffsetOptionError(ValueError):
+class OffsetOptionError(UsageError, ValueError):
     """An offsets or subscription option that cannot be understood."""
 
 
-class DataLossError(RuntimeError):
+class DataLossError(ExternalError):
     """Records the query should have read are gone; raised only with failOnDataLoss=true."""
 
 

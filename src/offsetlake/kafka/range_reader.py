@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
+from offsetlake.errors import ExternalError
 from offsetlake.kafka.offset_ranges import DataLossError, OffsetRange, report_data_loss
 
 ARROW_BATCH_ROWS = 4096
@@ -44,7 +45,7 @@ _PERMANENT_ERRORS = frozenset(
 _log = logging.getLogger(__name__)
 
 
-class KafkaReadError(RuntimeError):
+class KafkaReadError(ExternalError):
     """The broker failed or stopped answering while a range was being read."""
 
 

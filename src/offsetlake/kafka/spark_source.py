@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -40,6 +39,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.kafka.group_offsets import (
     DEFAULT_EXCLUDE,
@@ -113,10 +113,6 @@ _FORBIDDEN_KAFKA_OPTIONS = {
 }
 
 
-class KafkaMetadataError(RuntimeError):
-    """Broker metadata (topics, log offsets) could not be read."""
-
-
 @dataclass(frozen=True)
 class KafkaReadOptions:
     """The source options, parsed and validated once on the driver (picklable for workers)."""
@@ -188,46 +184,22 @@ class ClusterMetadata:
 
     def partition_counts(self) -> dict[str, int]:
         """topic -> number of partitions, for every topic the client may see."""
-        try:
-            metadata = self._client().list_topics(timeout=self._timeout_s)
-        except KafkaException as error:
-            raise KafkaMetadataError(f"listing topics failed: {error}") from error
-        return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+        return kafka_admin.list_partition_counts(self._client(), timeout_s=self._timeout_s)
 
     def log_offsets(
         self, keys: Sequence[PartitionKey]
     ) -> tuple[dict[PartitionKey, int], dict[PartitionKey, int]]:
         """(log start, log end) per partition; the end honours the configured isolation.level."""
-        level = (
-            IsolationLevel.READ_COMMITTED
-            if self._client_config.get("isolation.level") == "read_committed"
-            else IsolationLevel.READ_UNCOMMITTED
-        )
-        return (
-            self._list_offsets(keys, OffsetSpec.earliest(), level),
-            self._list_offsets(keys, OffsetSpec.latest(), level),
+        read_committed = self._client_config.get("isolation.level") == "read_committed"
+        return tuple(  # type: ignore[return-value]
+            kafka_admin.list_log_offsets(
+                self._client(), keys, spec, timeout_s=self._timeout_s, read_committed=read_committed
+            )
+            for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
         )
 
     def close(self) -> None:
         self._admin = None
-
-    def _list_offsets(self, keys: Sequence[PartitionKey], spec: Any, level: Any) -> dict[PartitionKey, int]:
-        if not keys:
-            return {}
-        futures = self._client().list_offsets(
-            {TopicPartition(topic, partition): spec for topic, partition in keys},
-            isolation_level=level,
-            request_timeout=self._timeout_s,
-        )
-        offsets = {}
-        for tp, future in futures.items():
-            try:
-                offsets[(tp.topic, tp.partition)] = future.result(timeout=self._timeout_s).offset
-            except (KafkaException, TimeoutError) as error:
-                raise KafkaMetadataError(
-                    f"listing offsets of {tp.topic}-{tp.partition} failed: {error}"
-                ) from error
-        return offsets
 
     def _client(self) -> AdminClient:
         if self._admin is None:

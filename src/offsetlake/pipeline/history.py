@@ -12,16 +12,10 @@ by one method at one time:
 changed: valid_from is that observation's time (= source_timestamp, event time of the source
 world, so "as of T" means what the source group had committed at T) and valid_to the next change.
 
-``latest_offsets`` picks one method per key. Precedence alone could let a stale method win (MM2
-stopped emitting checkpoints, while snapshots moved on), so freshness comes first:
-
-1. each method's current translation and when it was last observed;
-2. the *freshest upstream offset* is the upstream_offset of the most recently observed method;
-3. among methods translating exactly that upstream offset, the first in
-   ``offsetlake.method.precedence`` wins;
-4. ``methods_disagree`` is true when those same-upstream methods give different downstream offsets
-   (a stale method based on an older upstream offset is not a disagreement, it is just stale;
-   sql/stale_checkpoints.sql shows those).
+``latest_offsets`` picks one method per key from each method's current translation, by the rule
+in offsetlake.pipeline.precedence (freshness first, then ``offsetlake.method.precedence``);
+``methods_disagree`` flags same-upstream methods that differ (a stale method based on an older
+upstream offset is not a disagreement, it is just stale; sql/stale_checkpoints.sql shows those).
 
 Both are recomputed from silver on every update (materialized views): their inputs are the compact
 decoded rows, not raw bytes; see transformations/gold.py for the cost note. Because snapshots are
@@ -38,6 +32,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from offsetlake.pipeline.frames import add_columns
+from offsetlake.pipeline.precedence import GOLD_KEY, choose_translation
 from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
 from offsetlake.pipeline.translation_spark import (
     downstream_topic,
@@ -46,7 +41,6 @@ from offsetlake.pipeline.translation_spark import (
 )
 from offsetlake.replication import ReplicationPolicy
 
-GOLD_KEY: Final = ("source_cluster", "consumer_group", "topic", "partition")
 OBSERVATION_COLUMNS: Final = (
     *GOLD_KEY,
     "downstream_offset",
@@ -173,23 +167,7 @@ def latest_offsets(
         sf.col("observed_at").desc(), sf.col("observation_order").desc()
     )
     ranked = add_columns(_with_runs(observations), {"_rank": sf.row_number().over(newest_first)})
-    precedence_rank = sf.array_position(sf.array(*[sf.lit(m) for m in precedence]), sf.col("method"))
-    current = add_columns(ranked.where(sf.col("_rank") == 1), {"_precedence": precedence_rank})
-    per_key = Window.partitionBy(*GOLD_KEY)
-    freshest_first = per_key.orderBy(sf.col("observed_at").desc(), sf.col("_precedence"))
-    freshest_upstream = sf.first("upstream_offset").over(
-        freshest_first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    )
-    eligible = add_columns(current, {"_eligible": sf.col("upstream_offset") == freshest_upstream}).where(
-        "_eligible"
-    )
-    chosen = add_columns(
-        eligible,
-        {
-            "_disagree": sf.size(sf.collect_set("downstream_offset").over(per_key)) > 1,
-            "_choice": sf.row_number().over(per_key.orderBy("_precedence")),
-        },
-    ).where(sf.col("_choice") == 1)
+    chosen = choose_translation(ranked.where(sf.col("_rank") == 1), precedence, freshness="observed_at")
     return chosen.select(
         *[sf.col(name) for name in GOLD_KEY],
         "downstream_offset",

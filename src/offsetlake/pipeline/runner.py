@@ -1,4 +1,4 @@
-"""Run the pipeline locally with ``spark-pipelines``, and tell a real failure from a known false one.
+"""Run one pipeline update locally with ``spark-pipelines``, and tell a real failure from a known false one.
 
 ``run_pipeline`` writes $OFFSETLAKE_HOME/pipeline/spark-pipeline.yml (libraries -> the packaged
 transformations directory, schema ``offsetlake``, storage under the home, the offsetlake.* keys
@@ -18,14 +18,12 @@ other error, a failed flow, or a missing run-completed event is a failure.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +31,7 @@ from typing import TYPE_CHECKING, Final
 
 import yaml
 
+from offsetlake.clusters import read_local_clusters
 from offsetlake.config import local_home
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, local_spark_conf
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
@@ -163,9 +162,7 @@ class PipelineRunResult:
 
 def local_settings(home: Path) -> PipelineSettings:
     """Settings for the local broker pair in $OFFSETLAKE_HOME/clusters.json (aliases = cluster names)."""
-    from offsetlake.kafka.local_cluster import load_clusters
-
-    pair = load_clusters(home)
+    pair = read_local_clusters(home)
     return PipelineSettings(
         target_bootstrap_servers=pair.target.bootstrap_servers,
         target_alias=pair.target.name,
@@ -269,108 +266,3 @@ def run_pipeline(
         seconds=time.monotonic() - started,
         log_path=log_path,
     )
-
-
-def run_sql(
-    queries: Sequence[str], home: Path | None = None
-) -> list[tuple[list[str], list[tuple[object, ...]]]]:
-    """Run queries against the local pipeline tables; returns (column names, rows) per query."""
-    from offsetlake.pipeline.local_spark import get_local_spark
-
-    spark = get_local_spark(home, app_name="offsetlake-sql")
-    spark.catalog.setCurrentDatabase(LOCAL_SCHEMA)
-    results = []
-    for query in queries:
-        frame = spark.sql(query)
-        results.append((frame.columns, [tuple(row) for row in frame.collect()]))
-    return results
-
-
-def format_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A plain aligned text table (NULL for None), readable in a terminal and in logs."""
-    cells = [[("NULL" if value is None else str(value)) for value in row] for row in rows]
-    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
-    lines = [
-        " | ".join(name.ljust(width) for name, width in zip(columns, widths, strict=True)),
-        "-+-".join("-" * width for width in widths),
-    ]
-    lines += [" | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    lines.append(f"({len(cells)} row{'' if len(cells) == 1 else 's'})")
-    return "\n".join(lines)
-
-
-def _run_command(args: argparse.Namespace) -> int:
-    home = local_home()
-    conf = local_settings(home).to_conf()
-    for assignment in args.set or []:
-        key, sep, value = assignment.partition("=")
-        if not sep or not key.startswith("offsetlake."):
-            print(
-                f"offsetlake pipeline run: --set wants offsetlake.KEY=VALUE, got {assignment!r}",
-                file=sys.stderr,
-            )
-            return 2
-        conf[key] = value
-    result = run_pipeline(
-        PipelineSettings.from_mapping(conf), home, full_refresh=args.full_refresh, echo=print
-    )
-    for outcome in result.flows:
-        print(f"  {outcome.state:<10} {outcome.seconds:6.1f}s  {outcome.name}")
-    verdict = "succeeded" if result.succeeded else "FAILED"
-    print(f"pipeline {verdict} in {result.seconds:.1f}s: {result.explanation} (log: {result.log_path})")
-    return 0 if result.succeeded else 1
-
-
-def _sql_command(args: argparse.Namespace) -> int:
-    queries = list(args.query)
-    for path in args.file or []:
-        queries.append(Path(path).read_text(encoding="utf-8"))
-    if not queries:
-        print("offsetlake sql: give a query or --file", file=sys.stderr)
-        return 2
-    results = run_sql(queries)
-    if args.json:
-        documents = [
-            {"columns": columns, "rows": [[_json_value(value) for value in row] for row in rows]}
-            for columns, rows in results
-        ]
-        print(json.dumps(documents))
-        return 0
-    for columns, rows in results:
-        print(format_table(columns, rows))
-    return 0
-
-
-def _json_value(value: object) -> object:
-    """JSON-safe cell: bytes as hex, timestamps as ISO text, nested rows as lists."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).hex()
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, list | tuple):
-        return [_json_value(item) for item in value]
-    return str(value)
-
-
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    pipeline = subparsers.add_parser("pipeline", help="run the offset pipeline locally")
-    pipeline_commands = pipeline.add_subparsers(dest="pipeline_command", required=True, metavar="COMMAND")
-    run = pipeline_commands.add_parser("run", help="one pipeline update against the local clusters")
-    run.add_argument("--full-refresh", action="store_true", help="reset every table and recompute from Kafka")
-    run.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a pipeline setting, e.g. --set offsetlake.replication.separator=_",
-    )
-    run.set_defaults(handler=_run_command)
-
-    sql = subparsers.add_parser("sql", help="query the local pipeline tables (schema offsetlake)")
-    sql.add_argument("query", nargs="*", help="SQL text; several queries print several tables")
-    sql.add_argument(
-        "--file", action="append", help="read a query from a file (e.g. sql/latest_offsets_for_group.sql)"
-    )
-    sql.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
-    sql.set_defaults(handler=_sql_command)

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from offsetlake.errors import InvalidValueError
+from offsetlake.pipeline.precedence import METHODS, parse_method_precedence
 from offsetlake.replication import POLICY_KINDS, ReplicationPolicy
 
 TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
@@ -45,7 +47,6 @@ ALL_KEYS: Final[tuple[str, ...]] = (
     SECRET_SCOPE,
 )
 
-METHODS: Final[tuple[str, ...]] = ("mapping", "offset_sync", "checkpoint")
 DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
 SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)
 """Formats decode.py can decode with Spark expressions (a subset of codecs.mappings' registry)."""
@@ -83,38 +84,37 @@ class PipelineSettings:
 
     def __post_init__(self) -> None:
         if not self.target_bootstrap_servers:
-            raise ValueError(f"{TARGET_BOOTSTRAP} is required")
+            raise InvalidValueError(f"{TARGET_BOOTSTRAP} is required")
         if not self.sources:
-            raise ValueError(f"{SOURCES} needs at least one alias=bootstrap entry")
+            raise InvalidValueError(f"{SOURCES} needs at least one alias=bootstrap entry")
         aliases = [source.alias for source in self.sources]
         if len(set(aliases)) != len(aliases):
-            raise ValueError(f"{SOURCES} lists an alias twice: {', '.join(aliases)}")
+            raise InvalidValueError(f"{SOURCES} lists an alias twice: {', '.join(aliases)}")
         for alias in [*aliases, *([self.target_alias] if self.target_alias else [])]:
             if not _ALIAS.match(alias):
-                raise ValueError(f"cluster alias {alias!r} must match {_ALIAS.pattern}")
+                raise InvalidValueError(f"cluster alias {alias!r} must match {_ALIAS.pattern}")
         if self.replication_policy not in POLICY_KINDS:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{REPLICATION_POLICY} must be one of {', '.join(POLICY_KINDS)}, "
                 f"got {self.replication_policy!r}"
             )
         if not self.separator:
-            raise ValueError(f"{REPLICATION_SEPARATOR} must not be empty")
+            raise InvalidValueError(f"{REPLICATION_SEPARATOR} must not be empty")
         if self.offset_syncs_location not in ("source", "target"):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{OFFSET_SYNCS_LOCATION} must be 'source' or 'target', got {self.offset_syncs_location!r}"
             )
         if self.kafka_reader not in ("offsetlake", "builtin"):
-            raise ValueError(f"{KAFKA_READER} must be 'offsetlake' or 'builtin'")
+            raise InvalidValueError(f"{KAFKA_READER} must be 'offsetlake' or 'builtin'")
         if self.mappings_format not in SUPPORTED_MAPPING_FORMATS:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{MAPPINGS_FORMAT} {self.mappings_format!r} has no Spark decoder; "
                 f"supported: {', '.join(SUPPORTED_MAPPING_FORMATS)}"
             )
-        if sorted(self.method_precedence) != sorted(METHODS):
-            raise ValueError(
-                f"{METHOD_PRECEDENCE} must list each of {', '.join(METHODS)} exactly once, "
-                f"got {','.join(self.method_precedence)}"
-            )
+        try:
+            parse_method_precedence(",".join(self.method_precedence))
+        except InvalidValueError as error:
+            raise InvalidValueError(f"{METHOD_PRECEDENCE} {error}") from None
         for key, pattern in (
             (GROUPS_INCLUDE, self.groups_include),
             (GROUPS_EXCLUDE, self.groups_exclude),
@@ -123,7 +123,7 @@ class PipelineSettings:
             try:
                 re.compile(pattern)
             except re.error as error:
-                raise ValueError(f"{key} is not a valid regex: {error}") from None
+                raise InvalidValueError(f"{key} is not a valid regex: {error}") from None
 
     @property
     def policy(self) -> ReplicationPolicy:
@@ -197,6 +197,6 @@ def parse_sources(text: str) -> tuple[SourceCluster, ...]:
     for entry in filter(None, (part.strip() for part in text.split(","))):
         alias, sep, bootstrap = entry.partition("=")
         if not sep or not alias.strip() or not bootstrap.strip():
-            raise ValueError(f"{SOURCES} entry {entry!r} is not alias=bootstrap")
+            raise InvalidValueError(f"{SOURCES} entry {entry!r} is not alias=bootstrap")
         sources.append(SourceCluster(alias.strip(), bootstrap.strip().replace(";", ",")))
     return tuple(sources)

@@ -23,7 +23,7 @@ def pipeline_settings(spark: SparkSession) -> PipelineSettings:
 
 @cache
 def _secret_options(scope: str) -> tuple[tuple[str, str], ...]:
-    from offsetlake.apply.secrets import DatabricksSecrets, kafka_options_from_scope
+    from offsetlake.secrets import DatabricksSecrets, kafka_options_from_scope
 
     return tuple(kafka_options_from_scope(DatabricksSecrets(), scope).items())
 

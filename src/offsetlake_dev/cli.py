@@ -1,15 +1,22 @@
-"""`offsetlake local up|down|status`: the two local brokers a developer runs the demo and pipeline against."""
+"""``python -m offsetlake_dev``: the development harness's commands (never in the product wheel).
+
+- ``local up|down|status``: the two local brokers a developer runs the demo and pipeline against;
+- ``demo``: the end-to-end failover scenario on fresh local clusters (``make demo``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
 
+from offsetlake.cli import render
+from offsetlake.clusters import CLUSTERS_FILE
 from offsetlake.config import local_home
-from offsetlake.kafka.local_cluster import (
-    CLUSTERS_FILE,
+from offsetlake_dev.demo import handle_demo
+from offsetlake_dev.local_cluster import (
     ClusterState,
     LocalClusterError,
     cluster_status,
@@ -18,8 +25,25 @@ from offsetlake.kafka.local_cluster import (
 )
 
 
-def register(subparsers: Any) -> None:
-    """Add the `local` command family to the `offsetlake` parser."""
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m offsetlake_dev", description="offsetlake's development harness."
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo = subparsers.add_parser(
+        "demo",
+        help="end-to-end failover on two local clusters, verified by real consumers",
+        description="Start fresh local source and target clusters, replicate with the MM2 simulator, "
+        "run the pipeline, plan and apply the failover, and verify that consumers resume on the target "
+        "without skipping a record. Exit status 1 if any verification fails.",
+    )
+    demo.add_argument(
+        "--home",
+        type=Path,
+        help="demo state directory, emptied first (default: $OFFSETLAKE_HOME/demo)",
+    )
+    demo.set_defaults(handler=lambda args: handle_demo(args.home))
+
     local = subparsers.add_parser("local", help="two local Kafka brokers, source and target (Tansu)")
     actions = local.add_subparsers(dest="local_action", required=True, metavar="ACTION")
 
@@ -37,6 +61,16 @@ def register(subparsers: Any) -> None:
 
     status = actions.add_parser("status", help="show both brokers; exit 1 unless both are running")
     status.set_defaults(handler=_status)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("offsetlake_dev: interrupted", file=sys.stderr)
+        return 130
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -69,11 +103,10 @@ def _status(args: argparse.Namespace) -> int:
     except LocalClusterError as error:
         print(f"offsetlake local status: {error}", file=sys.stderr)
         return 1
-    rows = [("CLUSTER", "STATE", "BOOTSTRAP", "PID")] + [
-        (status.name, str(status.state), status.bootstrap_servers or "-", str(status.pid or "-"))
-        for status in statuses
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    print(
+        render.table(
+            ("CLUSTER", "STATE", "BOOTSTRAP", "PID"),
+            [(status.name, str(status.state), status.bootstrap_servers, status.pid) for status in statuses],
+        )
+    )
     return 0 if all(status.state is ClusterState.RUNNING for status in statuses) else 1

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from offsetlake.apply.secrets import (
+from offsetlake.secrets import (
     DatabricksSecrets,
     SecretScrubber,
     kafka_options_from_scope,

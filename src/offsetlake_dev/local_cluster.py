@@ -28,11 +28,12 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from offsetlake.clusters import CLUSTERS_FILE, START_HINT
 from offsetlake.config import local_home
+from offsetlake.errors import UsageError
 
 CLUSTER_NAMES: tuple[str, str] = ("source", "target")
 DEFAULT_PORTS: Mapping[str, int] = {"source": 19092, "target": 29092}
-CLUSTERS_FILE = "clusters.json"
 LOOPBACK = "127.0.0.1"
 
 _POLL_INTERVAL_S = 0.05
@@ -45,7 +46,7 @@ _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
-class LocalClusterError(RuntimeError):
+class LocalClusterError(UsageError):
     """The local brokers could not be started, found or stopped."""
 
 
@@ -163,9 +164,7 @@ def load_clusters(home: Path | None = None) -> ClusterPair:
     home = home or local_home()
     recorded = _read_state(home)
     if recorded is None:
-        raise LocalClusterError(
-            f"no local clusters recorded in {home / CLUSTERS_FILE}: run `offsetlake local up` first"
-        )
+        raise LocalClusterError(f"no local clusters recorded in {home / CLUSTERS_FILE}: {START_HINT}")
     return recorded
 
 
@@ -417,7 +416,7 @@ def _read_state(home: Path) -> ClusterPair | None:
         ]
     except (KeyError, TypeError, ValueError) as error:
         raise LocalClusterError(
-            f"{path} is not a clusters file written by `offsetlake local up` ({error!r}); "
+            f"{path} is not a clusters file written by `python -m offsetlake_dev local up` ({error!r}); "
             "stop any broker it names by hand and delete it"
         ) from error
     return ClusterPair(source=clusters[0], target=clusters[1])

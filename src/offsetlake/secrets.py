@@ -11,6 +11,7 @@ import base64
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.client_config import KAFKA_OPTION_PREFIX, REDACTED, kafka_options_to_librdkafka, redact
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def target_client_config(bootstrap_servers: str | None, secret_options: Mapping[
         options[f"{KAFKA_OPTION_PREFIX}bootstrap.servers"] = bootstrap_servers
     config = kafka_options_to_librdkafka(options)
     if not config.get("bootstrap.servers"):
-        raise ValueError(
+        raise InvalidValueError(
             "no target bootstrap servers: pass --target-bootstrap-servers or kafka.bootstrap.servers"
         )
     return config

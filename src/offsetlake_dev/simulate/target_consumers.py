@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from offsetlake.errors import ExternalError
+
 GROUP_TIMEOUT_MS = 6000
 JOIN_TIMEOUT_S = 60.0
 READ_TIMEOUT_S = 60.0
 
 
-class ConsumerCheckError(RuntimeError):
+class ConsumerCheckError(ExternalError):
     """A target consumer could not join its group or read its partitions in time."""
 
 

@@ -45,16 +45,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
+from offsetlake.errors import ExternalError
+from offsetlake.kafka import admin as kafka_admin
+from offsetlake.positions import CommittedOffset
 from offsetlake.replication import ReplicationPolicy
-from offsetlake.simulate.checkpoint_emitter import (
+from offsetlake_dev.simulate.checkpoint_emitter import (
     DEFAULT_GROUPS_EXCLUDE,
     DEFAULT_TOPICS_EXCLUDE,
     CheckpointEmitter,
-    CommittedOffset,
 )
-from offsetlake.simulate.ground_truth import GroundTruth, ReplicatedRecord, record_id
-from offsetlake.simulate.offset_sync_store import OffsetSyncStore
-from offsetlake.simulate.offset_sync_writer import DEFAULT_OFFSET_LAG_MAX, OffsetSyncWriter
+from offsetlake_dev.simulate.ground_truth import GroundTruth, ReplicatedRecord, record_id
+from offsetlake_dev.simulate.offset_sync_store import OffsetSyncStore
+from offsetlake_dev.simulate.offset_sync_writer import DEFAULT_OFFSET_LAG_MAX, OffsetSyncWriter
 
 FILTER_HEADER = "offsetlake-simulator-filtered"
 """Records carrying this header are dropped by the simulated filtering SMT (an upstream gap)."""
@@ -64,7 +66,7 @@ TIMEOUT_S = 30.0
 _ONE_RECORD_PER_BATCH = {"linger.ms": 0, "batch.num.messages": 1}
 
 
-class SimulationError(RuntimeError):
+class SimulationError(ExternalError):
     """The simulator could not write or read what it needed; the message names the topic and cause."""
 
 
@@ -488,14 +490,7 @@ class MirrorSimulator:
         self.offset_syncs.extend(syncs)
 
     def _source_group_offsets(self, group: str) -> dict[tuple[str, int], CommittedOffset]:
-        future = self._source_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
-        result = future[group].result(timeout=TIMEOUT_S)
-        _raise_partition_errors(f"listing {group}'s offsets on the source", result.topic_partitions)
-        return {
-            (tp.topic, tp.partition): CommittedOffset(tp.offset, tp.metadata or "")
-            for tp in result.topic_partitions or []
-            if tp.offset >= 0  # librdkafka reports "no committed offset" as -1001
-        }
+        return kafka_admin.list_committed_offsets(self._source_admin, group, timeout_s=TIMEOUT_S)
 
     @staticmethod
     def _create_topics(admin: AdminClient, topics: list[NewTopic]) -> None:

@@ -18,8 +18,6 @@ skipped), and the records read again are counted. Exit status 1 if any check fai
 
 from __future__ import annotations
 
-import argparse
-import io
 import os
 import shutil
 import sys
@@ -32,17 +30,21 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TextIO
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.apply import cli as apply_cli
+from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
+from offsetlake.apply.planner import ActiveGroupPolicy
+from offsetlake.cli import render
 from offsetlake.config import HOME_ENV, local_home
-from offsetlake.kafka.local_cluster import ClusterPair, LocalClusterError, running_clusters
+from offsetlake.errors import OffsetlakeError, UsageError
+from offsetlake.kafka import admin as kafka_admin
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
 from offsetlake.pipeline.runner import run_pipeline
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
-from offsetlake.simulate import MirrorSettings, MirrorSimulator, SimulationError
-from offsetlake.simulate.target_consumers import ConsumerCheckError, active_member, resume_group
+from offsetlake_dev.local_cluster import ClusterPair, running_clusters
+from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
+from offsetlake_dev.simulate.target_consumers import active_member, resume_group
 
 SOURCE_ALIAS = "primary"
 TARGET_ALIAS = "dr"
@@ -59,7 +61,7 @@ EXIT_FAILED = 1
 _TIMEOUT_S = 30.0
 
 
-class DemoError(RuntimeError):
+class DemoError(UsageError):
     """The demo cannot run as asked (the message says why); nothing was changed."""
 
 
@@ -117,27 +119,6 @@ class Progress:
         self._out.flush()
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Aligned text columns: numbers right-aligned, text left-aligned."""
-    cells = [[str(header) for header in headers]] + [
-        ["-" if cell is None else str(cell) for cell in row] for row in rows
-    ]
-    widths = [max(len(line[column]) for line in cells) for column in range(len(headers))]
-    numeric = [
-        all(isinstance(row[column], int) or row[column] is None for row in rows) and bool(rows)
-        for column in range(len(headers))
-    ]
-
-    def render(line: Sequence[str]) -> str:
-        return "  ".join(
-            cell.rjust(width) if is_number else cell.ljust(width)
-            for cell, width, is_number in zip(line, widths, numeric, strict=True)
-        ).rstrip()
-
-    separator = "  ".join("-" * width for width in widths)
-    return "\n".join([render(cells[0]), separator, *(render(line) for line in cells[1:])])
-
-
 @dataclass(frozen=True)
 class PartitionVerdict:
     group: str
@@ -156,27 +137,12 @@ class PartitionVerdict:
     ok: bool
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="end-to-end failover on two local clusters, verified by real consumers",
-        description="Start fresh local source and target clusters, replicate with the MM2 simulator, "
-        "run the pipeline, plan and apply the failover, and verify that consumers resume on the target "
-        "without skipping a record. Exit status 1 if any verification fails.",
-    )
-    parser.add_argument(
-        "--home",
-        type=Path,
-        help="demo state directory, emptied first (default: $OFFSETLAKE_HOME/demo)",
-    )
-    parser.set_defaults(handler=handle_demo)
-
-
-def handle_demo(args: argparse.Namespace) -> int:
-    home = (args.home or local_home() / "demo").resolve()
+def handle_demo(home: Path | None) -> int:
+    """``python -m offsetlake_dev demo``: the scenario in ``home`` (default $OFFSETLAKE_HOME/demo)."""
+    home = (home or local_home() / "demo").resolve()
     try:
         return run_demo(home, sys.stdout)
-    except (DemoError, LocalClusterError, SimulationError, ConsumerCheckError, KafkaException) as error:
+    except (OffsetlakeError, KafkaException) as error:
         # The clusters are already stopped: running_clusters stops them on the way out.
         print(f"offsetlake demo: error: {error}", file=sys.stderr)
         return EXIT_FAILED
@@ -342,7 +308,7 @@ def _replicate(simulator: MirrorSimulator, progress: Progress) -> SourcePosition
         )
     progress.step("source and target offsets now diverge (ground truth recorded for every record):")
     progress.block(
-        format_table(
+        render.table(
             (
                 "partition",
                 "source log end",
@@ -370,25 +336,25 @@ def _show_groups(positions: SourcePositions, progress: Progress) -> None:
         for group in GROUPS
     ]
     progress.block(
-        format_table(("group", "role", f"{ORDERS} p0 p1 p2", f"{PAYMENTS} p0 p1", "expected"), rows)
+        render.table(("group", "role", f"{ORDERS} p0 p1 p2", f"{PAYMENTS} p0 p1", "expected"), rows)
     )
 
 
 def _plan_and_apply(target: str, progress: Progress) -> bool:
     """`offsetlake plan`, then `offsetlake apply --active-group-policy skip`; True if apply succeeded."""
-    parser = argparse.ArgumentParser(prog="offsetlake")
-    apply_cli.register(parser.add_subparsers(dest="command", required=True))
     ok = True
     for command in ("plan", "apply"):
-        args = parser.parse_args(
-            [command, "--target-bootstrap-servers", target, "--active-group-policy", "skip"]
+        request = ApplyRequest(
+            dry_run=command == "plan",
+            target_bootstrap_servers=target,
+            active_group_policy=ActiveGroupPolicy.SKIP,
         )
         progress.step(f"offsetlake {command} --target-bootstrap-servers {target} --active-group-policy skip")
-        out, err = io.StringIO(), io.StringIO()
-        status = apply_cli.run(args, dry_run=command == "plan", out=out, err=err)
-        progress.block(out.getvalue() + err.getvalue())
-        if status != 0:
-            progress.step(f"offsetlake {command} exited with status {status}")
+        result = run_apply(request)
+        out, err = render.apply_report(result)
+        progress.block("\n".join(out + err))
+        if result.status is not ApplyStatus.OK:
+            progress.step(f"offsetlake {command} exited with status {int(result.status)}")
             ok = False
     return ok
 
@@ -485,7 +451,7 @@ def _verdict_table(verdicts: Sequence[PartitionVerdict]) -> str:
         "skipped",
         "verdict",
     )
-    return format_table(headers, rows)
+    return render.table(headers, rows)
 
 
 def _verify_untouched_groups(target: str, remote_topics: Sequence[str], progress: Progress) -> bool:
@@ -493,12 +459,13 @@ def _verify_untouched_groups(target: str, remote_topics: Sequence[str], progress
     admin = AdminClient({"bootstrap.servers": target})
     ok = True
     for group in (ACTIVE, EXCLUDED):
-        future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group.name)])[group.name]
-        listed = future.result(timeout=_TIMEOUT_S).topic_partitions or []
-        committed = [tp for tp in listed if tp.topic in remote_topics and tp.offset >= 0]
+        listed = kafka_admin.list_committed_offsets(admin, group.name, timeout_s=_TIMEOUT_S)
+        committed = {key: offset for key, offset in listed.items() if key[0] in remote_topics}
         if committed:
             ok = False
-            shown = ", ".join(f"{tp.topic}[{tp.partition}]={tp.offset}" for tp in committed)
+            shown = ", ".join(
+                f"{topic}[{partition}]={c.offset}" for (topic, partition), c in committed.items()
+            )
             progress.step(
                 f"FAIL {group.name}: {group.expectation.value}, yet it has offsets on the target: {shown}"
             )
@@ -522,7 +489,7 @@ def _show_history(home: Path, progress: Progress) -> None:
     progress.step(f'offset history of {topic}[{partition}]: offsetlake sql "{query}"')
     rows = get_local_spark(home).sql(query).collect()
     progress.block(
-        format_table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])
+        render.table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])
     )
 
 
@@ -546,7 +513,7 @@ def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> b
 
     result = run_pipeline(settings, home, echo=echo)
     rows = [(flow.name, flow.state, f"{flow.seconds:.1f}") for flow in result.flows]
-    progress.block(format_table(("flow", "state", "seconds"), rows))
+    progress.block(render.table(("flow", "state", "seconds"), rows))
     verdict = "succeeded" if result.succeeded else "FAILED"
     progress.step(
         f"pipeline {verdict} in {result.seconds:.1f}s: {result.explanation} (log: {result.log_path})"

@@ -12,25 +12,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from offsetlake.codecs.mm2 import Checkpoint
+from offsetlake.positions import CommittedOffset
 from offsetlake.replication import ReplicationPolicy
-from offsetlake.simulate.offset_sync_store import OffsetSyncStore
 from offsetlake.translation import sync_pairs, translate
+from offsetlake_dev.simulate.offset_sync_store import OffsetSyncStore
 
 DEFAULT_GROUPS_EXCLUDE = ("console-consumer-.*", "connect-.*", "__.*")
 """MM2's ``groups.exclude`` default (DefaultGroupFilter)."""
 DEFAULT_TOPICS_EXCLUDE = (r".*[\-\.]internal", r".*\.replica", "__.*")
 """MM2's ``topics.exclude`` default (DefaultTopicFilter)."""
-
-
-@dataclass(frozen=True)
-class CommittedOffset:
-    """A source group's committed position on one upstream partition (ListConsumerGroupOffsets)."""
-
-    offset: int
-    metadata: str = ""
 
 
 def _matches_any(patterns: tuple[str, ...], name: str) -> bool:

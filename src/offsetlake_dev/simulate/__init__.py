@@ -8,8 +8,8 @@ consumers on the target.
 
 from __future__ import annotations
 
-from offsetlake.simulate.ground_truth import GroundTruth, ReplicatedRecord, ResumeAssessment, record_id
-from offsetlake.simulate.mirror import (
+from offsetlake_dev.simulate.ground_truth import GroundTruth, ReplicatedRecord, ResumeAssessment, record_id
+from offsetlake_dev.simulate.mirror import (
     DEFAULT_MAPPING_TOPIC,
     FILTER_HEADER,
     MirrorSettings,

@@ -1,0 +1,275 @@
+"""One plan or apply run as a typed function: ``run_apply(ApplyRequest) -> ApplyResult``.
+
+Both read gold, read the target, and build the same plan; a dry run (``offsetlake plan``) stops
+there and records the plan in the audit with action ``dry_run``; an apply carries it out and
+verifies it. The command line, the demo and the Databricks job task all call this function; what
+is printed is decided by the caller from the result (offsetlake.cli.render).
+
+Status: ``OK`` when everything planned was applied and verified (skips are not failures),
+``FAILED`` when anything failed (an alter, a read-back, or writing the results to the audit),
+``REFUSED`` when the ``fail`` active-group policy fired: up front, before anything was altered,
+or for a group that became active during the run (the others were applied). Errors before any
+plan exists (gold, the target, settings) are raised as OffsetlakeError, secrets masked.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from offsetlake.apply import audit, gold
+from offsetlake.apply.executor import Outcome, PartitionResult, execute_plan
+from offsetlake.apply.planner import (
+    ActiveGroupPolicy,
+    GroupPartition,
+    Guards,
+    PlanRow,
+    Selection,
+    TargetState,
+    build_plan,
+    marker_source_millis,
+    refused_by_active_policy,
+    select_offsets,
+)
+from offsetlake.apply.target_state import read_target_state
+from offsetlake.clusters import read_local_clusters
+from offsetlake.errors import OffsetlakeError
+from offsetlake.kafka.admin import KafkaAdminError, describe_error
+from offsetlake.pipeline.local_spark import LOCAL_SCHEMA
+from offsetlake.pipeline.precedence import METHODS
+from offsetlake.secrets import (
+    DatabricksSecrets,
+    SecretScrubber,
+    SecretsProvider,
+    kafka_options_from_scope,
+    target_client_config,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MAX_AGE = timedelta(hours=1)
+DEFAULT_CONCURRENCY = 8
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class ApplyStatus(IntEnum):
+    """The run's verdict; the value is the command line's exit status."""
+
+    OK = 0
+    FAILED = 1
+    REFUSED = 3
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """Everything one run needs, validated by whoever builds it (the CLI parses into it)."""
+
+    dry_run: bool
+    selection: Selection = field(default_factory=Selection)
+    as_of: datetime | None = None
+    method_precedence: tuple[str, ...] = METHODS
+    allow_rewind: bool = False
+    active_group_policy: ActiveGroupPolicy = ActiveGroupPolicy.FAIL
+    max_age: timedelta | None = DEFAULT_MAX_AGE
+    target_bootstrap_servers: str | None = None
+    catalog: str | None = None
+    schema: str | None = None
+    secret_scope: str | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What a run planned and did; ``problems`` are the lines an operator must read (secrets masked)."""
+
+    request: ApplyRequest
+    run_id: str
+    status: ApplyStatus
+    target: str
+    audit_table: str
+    plan: tuple[PlanRow, ...] = ()
+    results: tuple[PartitionResult, ...] = ()
+    refusing_groups: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    scrubber: SecretScrubber = field(default_factory=SecretScrubber, repr=False)
+
+    @property
+    def nothing_selected(self) -> bool:
+        return not self.plan
+
+
+def run_apply(
+    request: ApplyRequest,
+    *,
+    secrets: SecretsProvider | None = None,
+    spark: SparkSession | None = None,
+) -> ApplyResult:
+    """One plan or apply run; ``secrets`` replaces the Databricks secret scope (tests)."""
+    scrubber = SecretScrubber()
+    try:
+        secret_options = (
+            kafka_options_from_scope(secrets or DatabricksSecrets(), request.secret_scope)
+            if request.secret_scope
+            else {}
+        )
+        scrubber = SecretScrubber(secret_options)
+        config = _target_config(request, secret_options)
+        return _run(request, config=config, scrubber=scrubber, spark=spark or _spark())
+    except OffsetlakeError as error:
+        raise error.rewritten(scrubber.scrub) from error
+    except KafkaException as error:
+        raise KafkaAdminError(scrubber.scrub(describe_error(error))) from error
+
+
+def _target_config(request: ApplyRequest, secret_options: dict[str, str]) -> dict[str, str]:
+    bootstrap = request.target_bootstrap_servers
+    if not bootstrap and "kafka.bootstrap.servers" not in secret_options:
+        bootstrap = read_local_clusters().target.bootstrap_servers
+    return target_client_config(bootstrap, secret_options)
+
+
+def _spark() -> SparkSession:
+    """The Databricks runtime's session on a job cluster, the shared local one elsewhere."""
+    if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
+        from pyspark.sql import SparkSession
+
+        return SparkSession.builder.getOrCreate()
+    from offsetlake.pipeline.local_spark import get_local_spark
+
+    return get_local_spark()
+
+
+def _run(
+    request: ApplyRequest, *, config: dict[str, str], scrubber: SecretScrubber, spark: SparkSession
+) -> ApplyResult:
+    started_at = datetime.now(UTC)
+    run_info = audit.RunInfo(
+        run_id=f"{started_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}",
+        mode=audit.Mode.DRY_RUN if request.dry_run else audit.Mode.APPLY,
+        started_at=started_at,
+        as_of=request.as_of,
+    )
+    schema = request.schema or LOCAL_SCHEMA
+    audit_table = audit.audit_table_name(schema, request.catalog)
+    bootstrap = config["bootstrap.servers"]
+    result = ApplyResult(
+        request=request,
+        run_id=run_info.run_id,
+        status=ApplyStatus.OK,
+        target=bootstrap,
+        audit_table=audit_table,
+        scrubber=scrubber,
+    )
+
+    offsets = (
+        gold.read_offsets_as_of(
+            spark, request.as_of, schema, request.catalog, precedence=request.method_precedence
+        )
+        if request.as_of
+        else gold.read_latest_offsets(spark, schema, request.catalog)
+    )
+    offsets = select_offsets(offsets, request.selection)
+    if not offsets:
+        return result
+
+    admin = AdminClient(config)
+    try:
+        target = read_target_state(
+            admin,
+            {offset.key for offset in offsets},
+            timeout_s=request.timeout_s,
+            concurrency=request.concurrency,
+        )
+    except KafkaAdminError as error:
+        raise KafkaAdminError(f"target cluster {bootstrap}: {error}") from error
+    guards = Guards(
+        reference_time=request.as_of or started_at,
+        max_age=request.max_age,
+        allow_rewind=request.allow_rewind,
+        active_group_policy=request.active_group_policy,
+        last_applied=_last_applied(spark, audit_table, target),
+    )
+    plan = tuple(build_plan(offsets, target, guards))
+    audit.append_audit(spark, audit_table, _scrubbed(audit.plan_records(plan, run_info), scrubber))
+    refusing = tuple(refused_by_active_policy(plan, guards))
+    planned = replace(result, plan=plan, refusing_groups=refusing)
+    if request.dry_run:
+        return planned
+    if refusing:
+        return replace(
+            planned,
+            status=ApplyStatus.REFUSED,
+            problems=(
+                f"run {run_info.run_id}: refused, nothing altered: groups active on the target: "
+                f"{', '.join(refusing)} (stop their consumers, or pass --active-group-policy skip)",
+            ),
+        )
+
+    results = tuple(
+        execute_plan(
+            admin,
+            plan,
+            run_id=run_info.run_id,
+            timeout_s=request.timeout_s,
+            concurrency=request.concurrency,
+        )
+    )
+    done = replace(planned, results=results)
+    try:
+        audit.append_audit(spark, audit_table, _scrubbed(audit.result_records(results, run_info), scrubber))
+    except Exception as error:
+        return replace(
+            done,
+            status=ApplyStatus.FAILED,
+            problems=(
+                f"run {run_info.run_id}: offsets were altered but the results could not be written to "
+                f"{audit_table}: {scrubber.scrub(str(error))}; rerun the same command to converge",
+            ),
+        )
+
+    failed = [r for r in results if r.outcome in (Outcome.FAILED, Outcome.VERIFY_FAILED)]
+    late_active = [r for r in results if r.outcome is Outcome.SKIPPED_ACTIVE_GROUP]
+    if failed:
+        return replace(
+            done,
+            status=ApplyStatus.FAILED,
+            problems=(f"run {run_info.run_id}: {len(failed)} partitions failed on {bootstrap}",),
+        )
+    if late_active and request.active_group_policy is ActiveGroupPolicy.FAIL:
+        return replace(
+            done,
+            status=ApplyStatus.REFUSED,
+            problems=(f"run {run_info.run_id}: groups became active during the run and were not altered",),
+        )
+    return done
+
+
+def _last_applied(
+    spark: SparkSession, audit_table: str, target: TargetState
+) -> dict[GroupPartition, datetime]:
+    """Source time of the newest translation applied per group-partition: from the audit table, and
+    from our commit-metadata markers on the target (which outlive a lost or different audit table)."""
+    last_applied = audit.read_last_applied(spark, audit_table)
+    for key, committed in target.committed.items():
+        marker_millis = marker_source_millis(committed.metadata)
+        if marker_millis is not None:
+            marked = gold.from_micros(marker_millis * 1000)
+            last_applied[key] = max(marked, last_applied.get(key, marked))
+    return last_applied
+
+
+def _scrubbed(records: Sequence[tuple[Any, ...]], scrubber: SecretScrubber) -> list[tuple[Any, ...]]:
+    return [
+        tuple(scrubber.scrub(value) if isinstance(value, str) else value for value in record)
+        for record in records
+    ]

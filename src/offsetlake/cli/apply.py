@@ -1,0 +1,143 @@
+"""``offsetlake plan`` and ``offsetlake apply``: flags -> ApplyRequest -> run_apply -> render."""
+
+from __future__ import annotations
+
+import argparse
+
+from offsetlake.apply.job import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_AGE,
+    DEFAULT_TIMEOUT_S,
+    ApplyRequest,
+    ApplyStatus,
+    run_apply,
+)
+from offsetlake.apply.planner import ActiveGroupPolicy, Selection
+from offsetlake.cli import render
+from offsetlake.cli.context import Context
+from offsetlake.cli.options import parse_duration, parse_method_precedence, parse_timestamp, positive_int
+from offsetlake.pipeline.precedence import METHODS
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    plan = subparsers.add_parser(
+        "plan",
+        help="dry run: show what `apply` would do to the target's consumer groups",
+        description="Build the apply plan from gold and the target's state, print it, and record it "
+        "in the apply_audit table with action dry_run. Nothing on the target changes.",
+    )
+    _add_options(plan)
+    plan.set_defaults(handler=handle_plan)
+
+    apply = subparsers.add_parser(
+        "apply",
+        help="write gold offsets to the target's consumer groups, then verify them",
+        description="Apply translated offsets to the target cluster's consumer groups. Safe by "
+        "default: active groups, rewinds, stale translations and missing topics are refused. "
+        f"Exit status {ApplyStatus.FAILED} when anything failed, {ApplyStatus.REFUSED} when the fail "
+        "active-group policy refused the run.",
+    )
+    _add_options(apply)
+    apply.set_defaults(handler=handle_apply)
+
+
+def handle_plan(args: argparse.Namespace, context: Context) -> int:
+    return _handle(request_from_args(args, dry_run=True), context)
+
+
+def handle_apply(args: argparse.Namespace, context: Context) -> int:
+    return _handle(request_from_args(args, dry_run=False), context)
+
+
+def request_from_args(args: argparse.Namespace, *, dry_run: bool) -> ApplyRequest:
+    return ApplyRequest(
+        dry_run=dry_run,
+        selection=Selection(args.groups, args.exclude_groups, args.topics, args.exclude_topics),
+        as_of=args.as_of,
+        method_precedence=args.method_precedence,
+        allow_rewind=args.allow_rewind,
+        active_group_policy=args.active_group_policy,
+        max_age=args.max_age,
+        target_bootstrap_servers=args.target_bootstrap_servers,
+        catalog=args.catalog,
+        schema=args.schema,
+        secret_scope=args.secret_scope,
+        concurrency=args.concurrency,
+        timeout_s=args.timeout,
+    )
+
+
+def _handle(request: ApplyRequest, context: Context) -> int:
+    result = run_apply(request, secrets=context.secrets)
+    out, err = render.apply_report(result)
+    for line in out:
+        print(line, file=context.out)
+    for line in err:
+        print(line, file=context.err)
+    return int(result.status)
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--as-of",
+        type=parse_timestamp,
+        help="restore the offsets gold had at this time (ISO 8601, UTC if no zone), from offset_history",
+    )
+    parser.add_argument(
+        "--method-precedence",
+        type=parse_method_precedence,
+        default=METHODS,
+        help="with --as-of: which translation method wins among those current at that time, as the "
+        f"pipeline's offsetlake.method.precedence (default: {','.join(METHODS)})",
+    )
+    parser.add_argument("--groups", default=".*", help="regex of consumer groups to include (default: all)")
+    parser.add_argument("--exclude-groups", help="regex of consumer groups to leave alone")
+    parser.add_argument("--topics", default=".*", help="regex of target topics to include (default: all)")
+    parser.add_argument("--exclude-topics", help="regex of target topics to leave alone")
+    parser.add_argument(
+        "--allow-rewind",
+        action="store_true",
+        help="move groups backwards (re-reading data), including translations older than "
+        "the ones already applied",
+    )
+    parser.add_argument(
+        "--active-group-policy",
+        type=ActiveGroupPolicy,
+        default=ActiveGroupPolicy.FAIL,
+        choices=list(ActiveGroupPolicy),
+        help="a group with members on the target is never touched; `fail` refuses the "
+        "whole run, `skip` leaves just that group (default: fail)",
+    )
+    default_max_age = f"{int(DEFAULT_MAX_AGE.total_seconds() // 3600)}h"
+    parser.add_argument(
+        "--max-age",
+        type=parse_duration,
+        default=DEFAULT_MAX_AGE,
+        help="refuse translations gold has not observed for longer than this (15m, 2h, 1d; `none` = "
+        "no limit), from latest_offsets.last_observed_at (else source_timestamp) to now, or to "
+        f"--as-of (default: {default_max_age}: a failover should not run on a pipeline that stopped "
+        "long ago without the operator saying so)",
+    )
+    parser.add_argument(
+        "--target-bootstrap-servers",
+        help="target cluster (default: kafka.bootstrap.servers from the secret scope, "
+        "else the local target from clusters.json)",
+    )
+    parser.add_argument("--catalog", help="Unity Catalog catalog of the gold tables (Databricks)")
+    parser.add_argument("--schema", help="schema of the gold and audit tables (default: offsetlake)")
+    parser.add_argument(
+        "--secret-scope",
+        help="Databricks secret scope whose kafka.* secrets become Kafka client options (SASL/SSL)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"groups altered at once (default: {DEFAULT_CONCURRENCY})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"seconds per Kafka request (default: {DEFAULT_TIMEOUT_S:g})",
+    )

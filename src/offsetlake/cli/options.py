@@ -1,0 +1,50 @@
+"""Flag value parsers for argparse: each turns text into a typed value or an ArgumentTypeError.
+
+A bad value is refused by argparse itself, before Spark or Kafka is touched (exit 2, one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import UTC, datetime, timedelta
+
+from offsetlake.errors import InvalidValueError
+from offsetlake.pipeline import precedence
+
+_DURATION = re.compile(r"^(?P<amount>\d+)(?P<unit>[smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """``15m``, ``2h``, ``1d``, ``90s``; ``none`` switches the age guard off."""
+    if text.strip().lower() == "none":
+        return None
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected a duration like 15m, 2h, 1d or none, got {text!r}")
+    return timedelta(seconds=int(match["amount"]) * _UNIT_SECONDS[match["unit"]])
+
+
+def parse_timestamp(text: str) -> datetime:
+    """ISO 8601; a time without a zone is taken as UTC."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected an ISO 8601 timestamp, got {text!r}") from error
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def parse_method_precedence(text: str) -> tuple[str, ...]:
+    """``mapping,offset_sync,checkpoint`` in any order, each method exactly once."""
+    try:
+        return precedence.parse_method_precedence(text)
+    except InvalidValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

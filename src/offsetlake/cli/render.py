@@ -1,0 +1,173 @@
+"""Everything the command line prints: tables (one printer, tabulate), plan and apply summaries.
+
+Rendering is kept apart from the jobs so the demo, the CLI and the Databricks task print the same
+lines from the same typed results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from tabulate import tabulate
+
+from offsetlake.apply.executor import PartitionResult
+from offsetlake.apply.job import ApplyResult, ApplyStatus
+from offsetlake.apply.planner import Action, PlanRow
+from offsetlake.pipeline.runner import PipelineRunResult
+
+PLAN_HEADERS = (
+    "group",
+    "topic",
+    "partition",
+    "current",
+    "translated",
+    "planned",
+    "action",
+    "re-read",
+    "skip",
+    "reason",
+)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, missing: str = "-") -> str:
+    """Aligned columns under a rule, numbers right-aligned: plans, verdicts, flows, cluster status."""
+    return tabulate(list(rows), headers=list(headers), tablefmt="simple", missingval=missing)
+
+
+def sql_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A query result as SQL shells print it (NULL for None), with its row count."""
+    body = tabulate(
+        [list(row) for row in rows],
+        headers=list(columns),
+        tablefmt="presto",
+        missingval="NULL",
+        disable_numparse=True,
+    )
+    return f"{body}\n({len(rows)} row{'' if len(rows) == 1 else 's'})"
+
+
+def sql_json(results: Sequence[tuple[Sequence[str], Sequence[Sequence[object]]]]) -> str:
+    """Several query results as one JSON document (bytes as hex, timestamps as ISO text)."""
+    return json.dumps(
+        [
+            {"columns": list(columns), "rows": [[_json_value(value) for value in row] for row in rows]}
+            for columns, rows in results
+        ]
+    )
+
+
+def plan_table(plan: Sequence[PlanRow]) -> str:
+    """One line per group-partition: where it is, where gold says, what the run does and why."""
+    return table(
+        PLAN_HEADERS,
+        [
+            (
+                row.consumer_group,
+                row.topic,
+                row.partition,
+                row.current_offset,
+                row.translated_offset,
+                row.planned_offset,
+                row.action.value,
+                row.records_reread,
+                row.records_skipped,
+                row.reason,
+            )
+            for row in plan
+        ],
+    )
+
+
+def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
+    """(stdout lines, stderr lines) for a plan or apply run, secrets masked."""
+    scrub = result.scrubber.scrub
+    out: list[str] = []
+    if result.nothing_selected:
+        out.append(f"run {result.run_id}: no gold offsets match the selection; nothing to do")
+    elif result.request.dry_run:
+        out.append(plan_table(result.plan))
+        out.append(_plan_totals(result))
+        if result.refusing_groups:
+            refusing = ", ".join(result.refusing_groups)
+            out.append(f"note: `apply` would refuse: active groups on the target: {refusing}")
+    elif result.status is not ApplyStatus.REFUSED or result.results:
+        out.extend(group_summaries(result.plan, result.results))
+        out.append(_apply_totals(result))
+    return [scrub(line) for line in out], [scrub(line) for line in result.problems]
+
+
+def group_summaries(plan: Sequence[PlanRow], results: Sequence[PartitionResult]) -> list[str]:
+    """One line per group: how its partitions ended up, records re-read/skipped, the first error."""
+    by_key = {result.row.key: result for result in results}
+    rows_by_group: dict[str, list[PlanRow]] = defaultdict(list)
+    for row in plan:
+        rows_by_group[row.consumer_group].append(row)
+    lines = []
+    for group, rows in sorted(rows_by_group.items()):
+        statuses = Counter(_final_status(row, by_key) for row in rows)
+        applied = [row for row in rows if row.key in by_key and by_key[row.key].verified]
+        moved = [row for row in applied if row.current_offset is not None]
+        errors = [by_key[row.key].error for row in rows if row.key in by_key and by_key[row.key].error]
+        refusals = [row.reason for row in rows if not row.action.alters and row.action is not Action.NOOP]
+        line = f"{group}: " + ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
+        if moved:
+            reread = sum(row.records_reread or 0 for row in moved)
+            skipped = sum(row.records_skipped or 0 for row in moved)
+            line += f" (re-read {reread}, skipped {skipped} records)"
+        if len(moved) < len(applied):
+            line += f" ({len(applied) - len(moved)} partitions had no committed offset before)"
+        if errors:
+            line += f"; error: {errors[0]}"
+        elif refusals:
+            line += f"; {refusals[0]}"
+        lines.append(line)
+    return lines
+
+
+def flow_outcomes(result: PipelineRunResult) -> str:
+    """Each flow's final state and seconds, then the verdict line."""
+    lines = [f"  {outcome.state:<10} {outcome.seconds:6.1f}s  {outcome.name}" for outcome in result.flows]
+    verdict = "succeeded" if result.succeeded else "FAILED"
+    lines.append(
+        f"pipeline {verdict} in {result.seconds:.1f}s: {result.explanation} (log: {result.log_path})"
+    )
+    return "\n".join(lines)
+
+
+def _final_status(row: PlanRow, results: dict[tuple[str, str, int], PartitionResult]) -> str:
+    result = results.get(row.key)
+    return result.outcome.value if result is not None else row.action.value
+
+
+def _plan_totals(result: ApplyResult) -> str:
+    actions = Counter(row.action.value for row in result.plan)
+    groups = len({row.consumer_group for row in result.plan})
+    return f"run {result.run_id} (dry run): {groups} groups, {len(result.plan)} partitions: " + ", ".join(
+        f"{action} {count}" for action, count in sorted(actions.items())
+    )
+
+
+def _apply_totals(result: ApplyResult) -> str:
+    by_key = {r.row.key: r for r in result.results}
+    statuses = Counter(_final_status(row, by_key) for row in result.plan)
+    groups = len({row.consumer_group for row in result.plan})
+    return (
+        f"run {result.run_id}: {groups} groups, {len(result.plan)} partitions: "
+        + ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
+        + f"; audit: {result.audit_table}"
+    )
+
+
+def _json_value(value: object) -> object:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_json_value(item) for item in value]
+    return str(value)

@@ -1,0 +1,58 @@
+"""Which Kafka clusters a local command talks to when the operator names none: the local pair.
+
+``python -m offsetlake_dev local up`` (the development harness) records the two local brokers in
+``$OFFSETLAKE_HOME/clusters.json``; this module owns that file's contract and only reads it, so the
+product needs nothing from the harness to find them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from offsetlake.config import local_home
+from offsetlake.errors import UsageError
+
+CLUSTERS_FILE: Final = "clusters.json"
+SOURCE: Final = "source"
+TARGET: Final = "target"
+START_HINT: Final = "start them with `make up` (python -m offsetlake_dev local up)"
+
+
+class LocalClustersError(UsageError):
+    """No local clusters are recorded, or their record is unreadable."""
+
+
+@dataclass(frozen=True)
+class ClusterEndpoint:
+    """A cluster by name (the MM2 alias locally) and its bootstrap servers."""
+
+    name: str
+    bootstrap_servers: str
+
+
+@dataclass(frozen=True)
+class LocalClusters:
+    source: ClusterEndpoint
+    target: ClusterEndpoint
+
+
+def clusters_file(home: Path | None = None) -> Path:
+    return (home or local_home()) / CLUSTERS_FILE
+
+
+def read_local_clusters(home: Path | None = None) -> LocalClusters:
+    """The recorded local pair (not checked for being alive)."""
+    path = clusters_file(home)
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        endpoints = {
+            name: ClusterEndpoint(name, str(state[name]["bootstrap_servers"])) for name in (SOURCE, TARGET)
+        }
+    except FileNotFoundError:
+        raise LocalClustersError(f"no local clusters recorded in {path}: {START_HINT}") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise LocalClustersError(f"cannot read {path} ({error!r}): {START_HINT}") from error
+    return LocalClusters(source=endpoints[SOURCE], target=endpoints[TARGET])

@@ -1,0 +1,267 @@
+"""Every AdminClient call offsetlake makes, with one error type and one way of describing errors.
+
+Reading the source cluster (group snapshots), reading the target (planning), altering the target
+(apply) and planning a Kafka read (the data source) all go through these functions, so timeouts,
+"no committed offset" sentinels and error messages are handled the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from offsetlake.errors import ExternalError
+from offsetlake.positions import CommittedOffset, LogBounds, TopicPartitionKey
+
+# What Apache Kafka answers when an admin commit meets a group that has members (classic and
+# KIP-848 consumer groups): the group is active, not broken.
+ACTIVE_GROUP_ERRORS = frozenset(
+    {
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.NON_EMPTY_GROUP,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.FENCED_MEMBER_EPOCH,
+        KafkaError.STALE_MEMBER_EPOCH,
+    }
+)
+NOT_FOUND = "NotFound"
+"""State of a group the cluster does not know (GROUP_ID_NOT_FOUND)."""
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+class KafkaAdminError(ExternalError):
+    """A cluster could not be read or changed (unreachable, timed out, not authorised)."""
+
+
+class GroupActiveError(KafkaAdminError):
+    """The broker refused an offset alter because the group has members."""
+
+
+def describe_error(error: BaseException) -> str:
+    """``NAME: description`` for a Kafka error, the plain text for anything else."""
+    kafka_error = error.args[0] if isinstance(error, KafkaException) and error.args else None
+    if isinstance(kafka_error, KafkaError):
+        return f"{kafka_error.name()}: {kafka_error.str()}"
+    return str(error)
+
+
+def error_code(error: KafkaException) -> Any:
+    return error.args[0].code() if error.args and isinstance(error.args[0], KafkaError) else None
+
+
+def list_partition_counts(admin: AdminClient, *, timeout_s: float) -> dict[str, int]:
+    """Every topic the client may see and its number of partitions."""
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as error:
+        raise KafkaAdminError(f"cannot list topics: {describe_error(error)}") from error
+    return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+
+def list_group_ids(admin: AdminClient, *, timeout_s: float) -> list[str]:
+    """Every consumer group of the cluster; fails if any broker did not answer (groups would be missing)."""
+    try:
+        listing = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s)
+    except (KafkaException, TimeoutError) as error:
+        raise KafkaAdminError(f"listing consumer groups failed: {error}") from error
+    if listing.errors:
+        raise KafkaAdminError(f"listing consumer groups failed on some brokers: {listing.errors}")
+    return [group.group_id for group in listing.valid]
+
+
+def describe_group_states(
+    admin: AdminClient, groups: Iterable[str], *, timeout_s: float
+) -> tuple[dict[str, ConsumerGroupState | None], dict[str, str]]:
+    """(state per group, error per group that could not be described).
+
+    A group the cluster does not know has state None (GROUP_ID_NOT_FOUND, KIP-1043).
+    """
+    groups = list(groups)
+    states: dict[str, ConsumerGroupState | None] = {}
+    failures: dict[str, str] = {}
+    if not groups:
+        return states, failures
+    deadline = time.monotonic() + timeout_s
+    for group, future in admin.describe_consumer_groups(groups, request_timeout=timeout_s).items():
+        try:
+            states[group] = future.result(timeout=_remaining(deadline)).state
+        except KafkaException as error:
+            if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
+                states[group] = None
+            else:
+                failures[group] = describe_error(error)
+        except TimeoutError as error:
+            failures[group] = f"timed out: {error}"
+    return states, failures
+
+
+def list_committed_offsets(
+    admin: AdminClient,
+    group: str,
+    partitions: Iterable[TopicPartitionKey] | None = None,
+    *,
+    timeout_s: float,
+) -> dict[TopicPartitionKey, CommittedOffset]:
+    """The group's committed offsets (of ``partitions``, or all); partitions without one are left out."""
+    request = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+    future = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, request)], request_timeout=timeout_s
+    )[group]
+    try:
+        answer = future.result(timeout=timeout_s)
+    except (KafkaException, TimeoutError) as error:
+        raise KafkaAdminError(
+            f"cannot read committed offsets of group {group}: {describe_error(error)}"
+        ) from error
+    return _committed(group, answer.topic_partitions or [])
+
+
+def list_committed_offsets_of_groups(
+    admin: AdminClient, groups: Iterable[str], *, deadline: float, max_in_flight: int
+) -> tuple[dict[str, dict[TopicPartitionKey, CommittedOffset]], dict[str, str]]:
+    """Every committed offset of many groups, ``max_in_flight`` requests at a time (librdkafka takes
+    one group per request), all within ``deadline`` (time.monotonic()); and the error per failed group."""
+    offsets: dict[str, dict[TopicPartitionKey, CommittedOffset]] = {}
+    failures: dict[str, str] = {}
+    pending = iter(groups)
+    in_flight: dict[Future[Any], str] = {}
+
+    def submit_next() -> None:
+        group = next(pending, None)
+        if group is not None:
+            (future,) = admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=_remaining(deadline)
+            ).values()
+            in_flight[future] = group
+
+    for _ in range(max_in_flight):
+        submit_next()
+    while in_flight:
+        done, _ = wait(in_flight, timeout=_remaining(deadline), return_when=FIRST_COMPLETED)
+        if not done:
+            for group in in_flight.values():
+                failures[group] = "timed out listing committed offsets"
+            break
+        for future in done:
+            group = in_flight.pop(future)
+            try:
+                offsets[group] = _committed(group, future.result().topic_partitions or [])
+            except KafkaAdminError as error:
+                failures[group] = str(error)
+            except (KafkaException, TimeoutError) as error:
+                failures[group] = f"listing committed offsets failed: {describe_error(error)}"
+            submit_next()
+    return offsets, failures
+
+
+def list_log_offsets(
+    admin: AdminClient,
+    partitions: Collection[TopicPartitionKey],
+    spec: OffsetSpec,
+    *,
+    timeout_s: float,
+    read_committed: bool = False,
+) -> dict[TopicPartitionKey, int]:
+    """One ListOffsets answer (``OffsetSpec.earliest()`` / ``latest()``) per partition."""
+    if not partitions:
+        return {}
+    level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+    request = {TopicPartition(topic, partition): spec for topic, partition in partitions}
+    offsets = {}
+    futures = admin.list_offsets(request, isolation_level=level, request_timeout=timeout_s)
+    for tp, future in futures.items():
+        try:
+            offsets[(tp.topic, tp.partition)] = future.result(timeout=timeout_s).offset
+        except (KafkaException, TimeoutError) as error:
+            raise KafkaAdminError(
+                f"cannot read log offsets of {tp.topic}-{tp.partition}: {describe_error(error)}"
+            ) from error
+    return offsets
+
+
+def list_log_bounds(
+    admin: AdminClient, partitions: Collection[TopicPartitionKey], *, timeout_s: float
+) -> dict[TopicPartitionKey, LogBounds]:
+    """Log start and log end offset of each partition."""
+    starts = list_log_offsets(admin, partitions, OffsetSpec.earliest(), timeout_s=timeout_s)
+    ends = list_log_offsets(admin, partitions, OffsetSpec.latest(), timeout_s=timeout_s)
+    return {key: LogBounds(starts[key], ends[key]) for key in partitions}
+
+
+def alter_committed_offsets(
+    admin: AdminClient,
+    group: str,
+    offsets: Mapping[TopicPartitionKey, CommittedOffset],
+    *,
+    timeout_s: float,
+) -> dict[TopicPartitionKey, str]:
+    """Commit ``offsets`` for the group; returns the per-partition errors (empty when all succeeded).
+
+    Raises GroupActiveError when the broker refuses because the group has members (Apache Kafka
+    reports that per partition, not per request), KafkaAdminError when the request failed.
+    """
+    request = [
+        TopicPartition(topic, partition, committed.offset, metadata=committed.metadata)
+        for (topic, partition), committed in offsets.items()
+    ]
+    future = admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, request)], request_timeout=timeout_s
+    )[group]
+    try:
+        answer = future.result(timeout=timeout_s)
+    except (KafkaException, TimeoutError) as error:
+        if isinstance(error, KafkaException) and error_code(error) in ACTIVE_GROUP_ERRORS:
+            raise GroupActiveError(
+                f"the target refused the alter, group is active: {describe_error(error)}"
+            ) from error
+        raise KafkaAdminError(describe_error(error)) from error
+    failed = [tp for tp in answer.topic_partitions if tp.error is not None]
+    active = [tp for tp in failed if tp.error.code() in ACTIVE_GROUP_ERRORS]
+    if active:
+        raise GroupActiveError(
+            "the target refused the alter, group is active: "
+            f"{active[0].error.name()}: {active[0].error.str()}"
+        )
+    return {(tp.topic, tp.partition): f"alter failed: {tp.error.name()}: {tp.error.str()}" for tp in failed}
+
+
+def run_bounded(work: Callable[[_T], _R], items: Iterable[_T], concurrency: int) -> dict[_T, _R]:
+    """``work(item)`` for every item with at most ``concurrency`` in flight; the first error propagates."""
+    items = list(items)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return dict(zip(items, pool.map(work, items), strict=True))
+
+
+def _committed(
+    group: str, topic_partitions: Iterable[TopicPartition]
+) -> dict[TopicPartitionKey, CommittedOffset]:
+    committed = {}
+    for tp in topic_partitions:
+        if tp.error is not None:
+            raise KafkaAdminError(
+                f"cannot read committed offset of group {group} on {tp.topic}-{tp.partition}: "
+                f"{tp.error.str()}"
+            )
+        # No committed offset reads back as -1 (Kafka) or OFFSET_INVALID -1001 (librdkafka).
+        if tp.offset >= 0:
+            committed[(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata or "")
+    return committed
+
+
+def _remaining(deadline: float) -> float:
+    return max(0.001, deadline - time.monotonic())

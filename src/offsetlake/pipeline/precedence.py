@@ -1,0 +1,64 @@
+"""Which translation of a group-partition wins, written once for the pipeline and the apply job.
+
+Several methods (checkpoint, offset_sync, mapping) may translate the same group-partition, and
+precedence alone could let a stale method win, so freshness comes first:
+
+1. the *freshest upstream offset* is the upstream_offset of the most recently observed method;
+2. among the methods translating exactly that upstream offset, the first in the precedence wins;
+3. ``_disagree`` is true when those same-upstream methods give different downstream offsets.
+
+``latest_offsets`` applies it to each method's current translation (freshness: last observation);
+``offsetlake plan|apply --as-of T`` applies it to the history rows valid at T (freshness:
+valid_from), so a restore picks what latest_offsets would have picked at T.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from offsetlake.errors import InvalidValueError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+METHODS: Final[tuple[str, ...]] = ("mapping", "offset_sync", "checkpoint")
+"""Every translation method, in the default precedence (exact record mappings first)."""
+GOLD_KEY: Final = ("source_cluster", "consumer_group", "topic", "partition")
+
+
+def parse_method_precedence(text: str) -> tuple[str, ...]:
+    """``mapping,offset_sync,checkpoint`` in any order, each method exactly once."""
+    methods = tuple(method.strip() for method in text.split(","))
+    if sorted(methods) != sorted(METHODS):
+        raise InvalidValueError(f"must list each of {', '.join(METHODS)} exactly once, got {text!r}")
+    return methods
+
+
+def choose_translation(current: DataFrame, precedence: Sequence[str], freshness: str) -> DataFrame:
+    """One row per GOLD_KEY from ``current`` (at most one row per key and method), by the rule above.
+
+    Adds ``_precedence`` (1 = first) and ``_disagree``; ``freshness`` names the timestamp column.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as sf
+
+    from offsetlake.pipeline.frames import add_columns
+
+    precedence_rank = sf.array_position(sf.array(*[sf.lit(m) for m in precedence]), sf.col("method"))
+    ranked = add_columns(current, {"_precedence": precedence_rank})
+    per_key = Window.partitionBy(*GOLD_KEY)
+    freshest_first = per_key.orderBy(sf.col(freshness).desc(), sf.col("_precedence"))
+    freshest_upstream = sf.first("upstream_offset").over(
+        freshest_first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    )
+    eligible = add_columns(
+        ranked, {"_eligible": sf.col("upstream_offset").eqNullSafe(freshest_upstream)}
+    ).where("_eligible")
+    return add_columns(
+        eligible,
+        {
+            "_disagree": sf.size(sf.collect_set("downstream_offset").over(per_key)) > 1,
+            "_choice": sf.row_number().over(per_key.orderBy("_precedence", sf.col(freshness).desc())),
+        },
+    ).where(sf.col("_choice") == 1)
