@@ -1,8 +1,9 @@
-"""Which Kafka clusters a local command talks to when the operator names none: the local pair.
+"""Which Kafka clusters a local command talks to: the ones named on the command line, else the local pair.
 
 ``python -m offsetlake_dev local up`` (the development harness) records the two local brokers in
 ``$OFFSETLAKE_HOME/clusters.json``; this module owns that file's contract and only reads it, so the
-product needs nothing from the harness to find them.
+product needs nothing from the harness to find them. ``--source ALIAS=BOOTSTRAP`` and ``--target
+BOOTSTRAP`` point any command at any Kafka pair instead.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from offsetlake.config import local_home
-from offsetlake.errors import UsageError
+from offsetlake.errors import InvalidValueError, UsageError
 
 CLUSTERS_FILE: Final = "clusters.json"
 SOURCE: Final = "source"
@@ -37,6 +38,14 @@ class ClusterEndpoint:
 class LocalClusters:
     source: ClusterEndpoint
     target: ClusterEndpoint
+
+
+def parse_source(text: str) -> ClusterEndpoint:
+    """``ALIAS=host:port[,host:port]`` (the alias is MM2's name for the source cluster)."""
+    alias, sep, bootstrap = text.partition("=")
+    if not sep or not alias.strip() or not bootstrap.strip():
+        raise InvalidValueError(f"expected ALIAS=BOOTSTRAP (e.g. primary=broker1:9092), got {text!r}")
+    return ClusterEndpoint(alias.strip(), bootstrap.strip())
 
 
 def clusters_file(home: Path | None = None) -> Path:

@@ -44,3 +44,17 @@ class ExternalError(OffsetlakeError):
     """Something outside offsetlake failed or holds data it cannot use."""
 
     exit_code: ClassVar[int] = 1
+
+
+class StopSignalError(OffsetlakeError):
+    """The process was asked to stop (SIGINT, SIGTERM); raised so cleanups run. Exit 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        return 128 + self.signum

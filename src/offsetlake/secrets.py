@@ -1,14 +1,17 @@
-"""Kafka client settings for the target cluster, with credentials from a Databricks secret scope.
+"""Kafka client credentials: from a Databricks secret scope, or locally from a properties file.
 
 Every secret whose key starts with ``kafka.`` (``kafka.sasl.jaas.config``, ``kafka.security.protocol``
-...) becomes a client option, so credentials never sit in bundle YAML or job parameters. The values
-are kept out of everything the job prints or writes: ``SecretScrubber`` masks them in any text.
+...) becomes a client option, so credentials never sit in bundle YAML or job parameters. Locally,
+the same settings come from a Java properties file (``--kafka-properties``, or the file named by
+$OFFSETLAKE_KAFKA_PROPERTIES). The values are kept out of everything printed or written:
+``SecretScrubber`` masks them in any text.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from offsetlake.errors import InvalidValueError
@@ -46,6 +49,9 @@ class DatabricksSecrets:
         return base64.b64decode(value).decode("utf-8")
 
 
+PROPERTIES_ENV = "OFFSETLAKE_KAFKA_PROPERTIES"
+"""Names the Kafka properties file for every local command and for the local pipeline's readers."""
+
 # Values of other scope entries shorter than this (``true``, ``PLAIN``) are settings, not secrets;
 # masking them would garble ordinary output such as offsets.
 _MIN_MASKED_SETTING_LENGTH = 8
@@ -82,6 +88,28 @@ def kafka_options_from_scope(provider: SecretsProvider, scope: str) -> dict[str,
         for key in sorted(provider.list_keys(scope))
         if key.lower().startswith(KAFKA_OPTION_PREFIX)
     }
+
+
+def kafka_options_from_properties(path: Path) -> dict[str, str]:
+    """Kafka client settings from a Java properties file, as Spark-style ``kafka.*`` options.
+
+    Keys may be written as the Java client names them (``security.protocol``, ``sasl.jaas.config``)
+    or with the ``kafka.`` prefix; the file is what an operator already has for kafka-console tools.
+    """
+    from jproperties import Properties
+
+    properties = Properties()
+    try:
+        with path.open("rb") as stream:
+            properties.load(stream, "utf-8")
+    except OSError as error:
+        raise InvalidValueError(f"cannot read Kafka properties file {path}: {error.strerror}") from None
+    options = {}
+    for key, (value, _) in properties.items():
+        name = key.strip()
+        options[name if name.lower().startswith(KAFKA_OPTION_PREFIX) else KAFKA_OPTION_PREFIX + name] = value
+    kafka_options_to_librdkafka(options)  # refuse what the clients cannot use, now, with its name
+    return options
 
 
 def target_client_config(bootstrap_servers: str | None, secret_options: Mapping[str, str]) -> dict[str, str]:

@@ -5,7 +5,7 @@ A committed upstream offset is a *position* (the next record to read), so:
 
 - a sync with upstream == U gives the exact downstream position D;
 - otherwise the best sync below U only proves that the next record lands after D, so the answer
-  is D + 1 (MM2's "+1 rule", docs/mm2-internals.md §2.2): consumers may re-read, never skip;
+  is D + 1 (MM2's "+1 rule", docs/mm2-reference.md §2.2): consumers may re-read, never skip;
 - with no sync at or below U nothing is known, and guessing could skip data, so the answer is None.
 
 Unlike MM2's ``OffsetSyncStore`` (64 exponentially spaced slots), this uses the full sync history

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from databricks.bundles.jobs import Job
+from databricks.bundles.jobs import Job, RunIf
 from databricks.bundles.pipelines import Pipeline
 from jsonschema.protocols import Validator
 
@@ -162,6 +162,8 @@ def test_job_runs_the_pipeline_then_applies_offsets_once_at_a_time(
     assert (refresh.task_key, apply.task_key) == ("refresh_pipeline", "apply_offsets")
     assert refresh.depends_on == []
     assert [dependency.task_key for dependency in apply.depends_on] == ["refresh_pipeline"]
+    # The failover must not depend on the refresh succeeding (a dead source may fail it).
+    assert apply.run_if == RunIf.ALL_DONE
     assert job.max_concurrent_runs == 1
     assert refresh.pipeline_task is not None
     assert str(refresh.pipeline_task.pipeline_id) == f"${{resources.pipelines.{PIPELINE_KEY}.id}}"

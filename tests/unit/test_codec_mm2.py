@@ -52,7 +52,7 @@ def _hex(*groups: str) -> bytes:
 
 
 def test_checkpoint_matches_the_documented_hex_example() -> None:
-    """docs/mm2-internals.md §1.2, written out field by field."""
+    """docs/mm2-reference.md §1.2, written out field by field."""
     key, value = encode_checkpoint(SAMPLES["checkpoint"])
     assert key == _hex("0011", b"orders-consumer-1".hex(), "000e", b"us-east.orders".hex(), "00000000")
     assert key.hex().startswith("00116f72") and key.hex().endswith("7273" + "00000000")

@@ -77,7 +77,7 @@ def _by_id(record_id: str) -> FixtureRecord:
 
 def test_records_match_the_documented_byte_layout_by_hand() -> None:
     doc_example = _by_id("checkpoint-doc-example")
-    # docs/mm2-internals.md §1.2: key 0011 6f72…2d31 000e 7573…7273 00000000
+    # docs/mm2-reference.md §1.2: key 0011 6f72…2d31 000e 7573…7273 00000000
     assert doc_example.key == bytes.fromhex(
         "0011" + "6f72646572732d636f6e73756d65722d31" + "000e" + "75732d656173742e6f7264657273" + "00000000"
     )

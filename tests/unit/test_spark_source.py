@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pickle
 import socket
+import time
 
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from offsetlake.kafka.admin import KafkaAdminError
+from offsetlake.kafka.health import HealthOptions, HealthStreamReader
 from offsetlake.kafka.offset_ranges import EARLIEST, LATEST, OffsetOptionError, OffsetRange
 from offsetlake.kafka.range_reader import KafkaReadError, read_offset_range, reader_consumer_config
 from offsetlake.kafka.spark_source import (
@@ -103,3 +107,64 @@ def test_a_broker_that_never_answers_is_an_error_not_a_hang() -> None:
         KafkaReadError, match=r"orders-0: no progress for 2s while reading offset 0 of \[0, 10\)"
     ):
         list(batches)
+
+
+def _dead_endpoint() -> str:
+    """A loopback port nobody listens on: every request fails fast with a transport error."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{closed.getsockname()[1]}"
+
+
+def test_unreachable_and_metadata_timeout_options() -> None:
+    parsed = KafkaReadOptions.parse(
+        BASE | {"onUnreachable": "SKIP", "metadataTimeoutMs": "1500"}, streaming=True
+    )
+    assert (parsed.skip_unreachable, parsed.metadata_timeout_s) == (True, 1.5)
+    default = KafkaReadOptions.parse(BASE | {"kafkaConsumer.pollTimeoutMs": "2500"}, streaming=True)
+    assert (default.skip_unreachable, default.metadata_timeout_s) == (False, 2.5)
+    with pytest.raises(OffsetOptionError, match="fail or skip"):
+        KafkaReadOptions.parse(BASE | {"onUnreachable": "ignore"}, streaming=True)
+    with pytest.raises(OffsetOptionError, match="metadataTimeoutMs"):
+        KafkaReadOptions.parse(BASE | {"metadataTimeoutMs": "0"}, streaming=True)
+
+
+def test_a_skipping_stream_reads_nothing_from_a_dead_cluster_and_asks_once() -> None:
+    options = {
+        "kafka.bootstrap.servers": _dead_endpoint(),
+        "subscribe": "orders",
+        "metadataTimeoutMs": "1000",
+    }
+    reader = KafkaStreamReader(KafkaReadOptions.parse(options | {"onUnreachable": "skip"}, streaming=True))
+    started = time.monotonic()
+    start = reader.initialOffset()
+    assert start == {}  # no partition known: read from the log start once the cluster answers
+    reader.prepareForTriggerAvailableNow()
+    assert reader.latestOffset({"orders": {"0": 7}}, ReadAllAvailable()) == {"orders": {"0": 7}}
+    assert time.monotonic() - started < 5  # one timeout, not one per call
+
+    failing = KafkaStreamReader(KafkaReadOptions.parse(options, streaming=True))
+    with pytest.raises(KafkaAdminError, match="cannot list topics"):
+        failing.initialOffset()
+
+
+def test_the_health_check_of_a_dead_cluster_is_one_row_with_its_error() -> None:
+    options = HealthOptions.parse(
+        {
+            "kafka.bootstrap.servers": _dead_endpoint(),
+            "cluster": "primary",
+            "role": "source",
+            "timeoutMs": "1000",
+        }
+    )
+    reader = HealthStreamReader(options)
+    first = reader.latestOffset({"checked_ms": 0}, ReadAllAvailable())
+    assert reader.latestOffset(first, ReadAllAvailable()) == first  # asked again: no second batch
+    (partition,) = reader.partitions({"checked_ms": 0}, first)
+    (batch,) = list(reader.read(partition))
+    row = batch.to_pylist()[0]
+    assert (row["cluster"], row["role"], row["reachable"]) == ("primary", "source", False)
+    assert row["error"].startswith("_TRANSPORT") and row["probe_seconds"] < 5
+    assert reader.partitions(first, first) == []
+    with pytest.raises(OffsetOptionError, match="role"):
+        HealthOptions.parse({"kafka.bootstrap.servers": "b:1", "cluster": "x", "role": "primary"})

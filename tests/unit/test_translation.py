@@ -57,7 +57,7 @@ class Replication:
 def _emit_offset_syncs(
     upstream: list[int], downstream: list[int], offset_lag_max: int, commit_after: list[bool]
 ) -> list[tuple[int, int]]:
-    """MM2's OffsetSyncWriter (docs/mm2-internals.md §2.1), one task lifetime, in write order."""
+    """MM2's OffsetSyncWriter (docs/mm2-reference.md §2.1), one task lifetime, in write order."""
     written: list[tuple[int, int]] = []
     previous_upstream = previous_downstream = last_sync_downstream = -1
     delayed: tuple[int, int] | None = None

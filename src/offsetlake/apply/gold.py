@@ -8,13 +8,14 @@ every age and as-of comparison on a driver that is not on UTC.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.errors import ExternalError
 from offsetlake.pipeline.precedence import METHODS, choose_translation
-from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
+from offsetlake.pipeline.tables import CLUSTER_HEALTH, LATEST_OFFSETS, OFFSET_HISTORY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,8 +47,10 @@ def table_name(table: str, schema: str, catalog: str | None = None) -> str:
 
 
 def read_latest_offsets(spark: SparkSession, schema: str, catalog: str | None = None) -> list[GoldOffset]:
-    """Every current translation in ``latest_offsets``."""
+    """Every current translation in ``latest_offsets`` (none when the pipeline never created it)."""
     name = table_name(LATEST_OFFSETS.name, schema, catalog)
+    if not _exists(spark, name):
+        return []
     observed = "source_timestamp"
     if _LAST_OBSERVED in _columns(spark, name):
         observed = f"coalesce({_LAST_OBSERVED}, source_timestamp)"
@@ -75,6 +78,8 @@ def read_offsets_as_of(
     if as_of.tzinfo is None:
         raise GoldTableError(f"--as-of needs a time zone: {as_of.isoformat()}")
     name = table_name(OFFSET_HISTORY.name, schema, catalog)
+    if not _exists(spark, name):
+        return []
     at = sf.timestamp_micros(sf.lit(to_micros(as_of)))
     try:
         history = spark.table(name)
@@ -87,12 +92,55 @@ def read_offsets_as_of(
     return _collect(chosen.selectExpr(*_COLUMNS, "unix_micros(source_timestamp) AS observed_micros"), name)
 
 
+@dataclass(frozen=True)
+class ClusterHealth:
+    """A cluster's last reachability check by the pipeline, and when it last answered."""
+
+    cluster: str
+    role: str
+    reachable: bool
+    error: str | None
+    checked_at: datetime
+    last_reachable_at: datetime | None
+
+
+def read_cluster_health(spark: SparkSession, schema: str, catalog: str | None = None) -> list[ClusterHealth]:
+    """The newest ``cluster_health`` row per cluster; empty when the pipeline never recorded one."""
+    name = table_name(CLUSTER_HEALTH.name, schema, catalog)
+    if not _exists(spark, name):
+        return []
+    rows = spark.sql(
+        "SELECT cluster, max_by(role, checked_at) AS role, "
+        "max_by(reachable, checked_at) AS reachable, max_by(error, checked_at) AS error, "
+        "unix_micros(max(checked_at)) AS checked_micros, "
+        "unix_micros(max(CASE WHEN reachable THEN checked_at END)) AS reachable_micros "
+        f"FROM {name} GROUP BY cluster ORDER BY cluster"
+    ).collect()
+    return [
+        ClusterHealth(
+            cluster=row["cluster"],
+            role=row["role"],
+            reachable=bool(row["reachable"]),
+            error=row["error"],
+            checked_at=from_micros(row["checked_micros"]),
+            last_reachable_at=None
+            if row["reachable_micros"] is None
+            else from_micros(row["reachable_micros"]),
+        )
+        for row in rows
+    ]
+
+
 def to_micros(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 def from_micros(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
+
+
+def _exists(spark: SparkSession, name: str) -> bool:
+    return bool(spark.catalog.tableExists(name.replace("`", "")))
 
 
 def _columns(spark: SparkSession, name: str) -> list[str]:

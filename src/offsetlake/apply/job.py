@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException
@@ -28,6 +29,7 @@ from confluent_kafka.admin import AdminClient
 from offsetlake.apply import audit, gold
 from offsetlake.apply.executor import Outcome, PartitionResult, execute_plan
 from offsetlake.apply.planner import (
+    Action,
     ActiveGroupPolicy,
     GroupPartition,
     Guards,
@@ -49,6 +51,7 @@ from offsetlake.secrets import (
     DatabricksSecrets,
     SecretScrubber,
     SecretsProvider,
+    kafka_options_from_properties,
     kafka_options_from_scope,
     target_client_config,
 )
@@ -86,6 +89,8 @@ class ApplyRequest:
     secret_scope: str | None = None
     concurrency: int = DEFAULT_CONCURRENCY
     timeout_s: float = DEFAULT_TIMEOUT_S
+    kafka_properties: Path | None = None
+    """A Java properties file of Kafka client settings (local runs); values are masked like secrets."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,10 @@ class ApplyResult:
     status: ApplyStatus
     target: str
     audit_table: str
+    started_at: datetime
+    gold_rows: int = 0
+    """Translations gold held before the selection (0: the pipeline has translated nothing yet)."""
+    health: tuple[gold.ClusterHealth, ...] = ()
     plan: tuple[PlanRow, ...] = ()
     results: tuple[PartitionResult, ...] = ()
     refusing_groups: tuple[str, ...] = ()
@@ -105,7 +114,12 @@ class ApplyResult:
 
     @property
     def nothing_selected(self) -> bool:
-        return not self.plan
+        return self.gold_rows > 0 and not self.plan
+
+    @property
+    def reference_time(self) -> datetime:
+        """What translation ages are measured to: the --as-of time of a restore, else the start."""
+        return self.request.as_of or self.started_at
 
 
 def run_apply(
@@ -118,10 +132,12 @@ def run_apply(
     scrubber = SecretScrubber()
     try:
         secret_options = (
-            kafka_options_from_scope(secrets or DatabricksSecrets(), request.secret_scope)
-            if request.secret_scope
-            else {}
+            kafka_options_from_properties(request.kafka_properties) if request.kafka_properties else {}
         )
+        if request.secret_scope:
+            secret_options.update(
+                kafka_options_from_scope(secrets or DatabricksSecrets(), request.secret_scope)
+            )
         scrubber = SecretScrubber(secret_options)
         config = _target_config(request, secret_options)
         return _run(request, config=config, scrubber=scrubber, spark=spark or _spark())
@@ -169,6 +185,8 @@ def _run(
         target=bootstrap,
         audit_table=audit_table,
         scrubber=scrubber,
+        started_at=started_at,
+        health=tuple(gold.read_cluster_health(spark, schema, request.catalog)),
     )
 
     offsets = (
@@ -178,6 +196,14 @@ def _run(
         if request.as_of
         else gold.read_latest_offsets(spark, schema, request.catalog)
     )
+    result = replace(result, gold_rows=len(offsets))
+    if not offsets:
+        where = f"valid at {request.as_of.isoformat()} in" if request.as_of else "in"
+        return _refuse_if_applying(
+            result,
+            f"run {run_info.run_id}: no translation {where} gold ({schema}): nothing can be applied; "
+            "has the pipeline run against these clusters? (see cluster_health)",
+        )
     offsets = select_offsets(offsets, request.selection)
     if not offsets:
         return result
@@ -212,6 +238,18 @@ def _run(
             problems=(
                 f"run {run_info.run_id}: refused, nothing altered: groups active on the target: "
                 f"{', '.join(refusing)} (stop their consumers, or pass --active-group-policy skip)",
+            ),
+        )
+
+    if _all_older_than(plan, request.max_age, guards.reference_time):
+        newest = max(row.last_observed_at for row in plan if row.last_observed_at is not None)
+        return replace(
+            planned,
+            status=ApplyStatus.FAILED,
+            problems=(
+                f"run {run_info.run_id}: every selected translation is older than --max-age "
+                f"(the newest was observed at {newest.isoformat(timespec='seconds')}): the pipeline has "
+                "not refreshed gold since; refresh it, or pass a larger --max-age to fail over anyway",
             ),
         )
 
@@ -252,6 +290,20 @@ def _run(
             problems=(f"run {run_info.run_id}: groups became active during the run and were not altered",),
         )
     return done
+
+
+def _all_older_than(plan: Sequence[PlanRow], max_age: timedelta | None, now: datetime) -> bool:
+    """Every row refused because its translation is older than --max-age (not for other reasons)."""
+    return max_age is not None and all(
+        row.action is Action.SKIP_STALE and (age := row.age(now)) is not None and age > max_age
+        for row in plan
+    )
+
+
+def _refuse_if_applying(result: ApplyResult, problem: str) -> ApplyResult:
+    """A dry run reports the problem and succeeds; an apply that can apply nothing fails."""
+    status = ApplyStatus.OK if result.request.dry_run else ApplyStatus.FAILED
+    return replace(result, status=status, problems=(problem,))
 
 
 def _last_applied(

@@ -139,10 +139,17 @@ class PlanRow:
     action: Action
     reason: str
     source_timestamp: datetime | None
+    method: str = ""
+    """How gold translated it (checkpoint, offset_sync, mapping)."""
+    last_observed_at: datetime | None = None
+    """Latest evidence that the translation still holds: what its age is measured from."""
 
     @property
     def key(self) -> GroupPartition:
         return (self.consumer_group, self.topic, self.partition)
+
+    def age(self, now: datetime) -> timedelta | None:
+        return None if self.last_observed_at is None else now - self.last_observed_at
 
     @property
     def records_reread(self) -> int | None:
@@ -213,6 +220,7 @@ def _plan_partition(
     distinct_offsets = sorted({candidate.downstream_offset for candidate in candidates})
     newest = max(candidates, key=lambda candidate: candidate.source_timestamp)
     sources = ",".join(sorted({candidate.source_cluster for candidate in candidates}))
+    last_seen = max(candidate.observed_at or candidate.source_timestamp for candidate in candidates)
 
     def row(action: Action, reason: str, planned: int | None = None) -> PlanRow:
         translated = newest.downstream_offset if len(distinct_offsets) == 1 else None
@@ -227,6 +235,8 @@ def _plan_partition(
             action=action,
             reason=reason,
             source_timestamp=newest.source_timestamp,
+            method=",".join(sorted({candidate.method for candidate in candidates if candidate.method})),
+            last_observed_at=last_seen,
         )
 
     if len(distinct_offsets) > 1:
@@ -245,7 +255,6 @@ def _plan_partition(
             Action.SKIP_MISSING_TOPIC,
             f"partition {partition} does not exist (topic {topic} has {partition_count})",
         )
-    last_seen = max(candidate.observed_at or candidate.source_timestamp for candidate in candidates)
     stale = _staleness(key, newest.source_timestamp, last_seen, guards)
     if stale is not None:
         return row(Action.SKIP_STALE, stale)

@@ -15,7 +15,15 @@ from offsetlake.apply.job import (
 from offsetlake.apply.planner import ActiveGroupPolicy, Selection
 from offsetlake.cli import render
 from offsetlake.cli.context import Context
-from offsetlake.cli.options import parse_duration, parse_method_precedence, parse_timestamp, positive_int
+from offsetlake.cli.options import (
+    add_cluster_options,
+    parse_duration,
+    parse_method_precedence,
+    parse_positive_seconds,
+    parse_timestamp,
+    positive_int,
+)
+from offsetlake.cli.pipeline import kafka_properties
 from offsetlake.pipeline.precedence import METHODS
 
 
@@ -26,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Build the apply plan from gold and the target's state, print it, and record it "
         "in the apply_audit table with action dry_run. Nothing on the target changes.",
     )
-    _add_options(plan)
+    add_apply_options(plan, sources=False)
     plan.set_defaults(handler=handle_plan)
 
     apply = subparsers.add_parser(
@@ -37,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"Exit status {ApplyStatus.FAILED} when anything failed, {ApplyStatus.REFUSED} when the fail "
         "active-group policy refused the run.",
     )
-    _add_options(apply)
+    add_apply_options(apply, sources=False)
     apply.set_defaults(handler=handle_apply)
 
 
@@ -64,6 +72,7 @@ def request_from_args(args: argparse.Namespace, *, dry_run: bool) -> ApplyReques
         secret_scope=args.secret_scope,
         concurrency=args.concurrency,
         timeout_s=args.timeout,
+        kafka_properties=kafka_properties(args),
     )
 
 
@@ -77,7 +86,8 @@ def _handle(request: ApplyRequest, context: Context) -> int:
     return int(result.status)
 
 
-def _add_options(parser: argparse.ArgumentParser) -> None:
+def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None:
+    """Every guard and selection flag of an apply run (plan, apply, failover share them)."""
     parser.add_argument(
         "--as-of",
         type=parse_timestamp,
@@ -118,11 +128,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         f"--as-of (default: {default_max_age}: a failover should not run on a pipeline that stopped "
         "long ago without the operator saying so)",
     )
-    parser.add_argument(
-        "--target-bootstrap-servers",
-        help="target cluster (default: kafka.bootstrap.servers from the secret scope, "
-        "else the local target from clusters.json)",
-    )
+    add_cluster_options(parser, sources=sources)
     parser.add_argument("--catalog", help="Unity Catalog catalog of the gold tables (Databricks)")
     parser.add_argument("--schema", help="schema of the gold and audit tables (default: offsetlake)")
     parser.add_argument(
@@ -137,7 +143,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=parse_positive_seconds,
         default=DEFAULT_TIMEOUT_S,
         help=f"seconds per Kafka request (default: {DEFAULT_TIMEOUT_S:g})",
     )

@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from offsetlake.cli import apply, pipeline
+from offsetlake.cli import apply, failover, pipeline
 from offsetlake.cli.context import Context
 from offsetlake.errors import OffsetlakeError, UsageError
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     pipeline.register(subparsers)
     apply.register(subparsers)
+    failover.register(subparsers)
     return parser
 
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 import argparse
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from offsetlake import clusters
 from offsetlake.errors import InvalidValueError
 from offsetlake.pipeline import precedence
+from offsetlake.secrets import PROPERTIES_ENV
 
 _DURATION = re.compile(r"^(?P<amount>\d+)(?P<unit>[smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -48,3 +51,53 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def parse_source(text: str) -> clusters.ClusterEndpoint:
+    try:
+        return clusters.parse_source(text)
+    except InvalidValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def parse_positive_seconds(text: str) -> float:
+    """Seconds, finite and above zero (``nan``, ``inf`` and ``-1`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, got {text!r}")
+    return value
+
+
+def add_cluster_options(parser: argparse.ArgumentParser, *, sources: bool) -> None:
+    """--target / --source / --kafka-properties; without them, the local clusters (make up)."""
+    parser.add_argument(
+        "--target",
+        "--target-bootstrap-servers",
+        dest="target_bootstrap_servers",
+        metavar="BOOTSTRAP",
+        help="the target cluster's bootstrap servers (default: kafka.bootstrap.servers from the secret "
+        "scope, else the local target cluster)",
+    )
+    if sources:
+        parser.add_argument(
+            "--target-alias",
+            help="MM2's alias of the target cluster (names the offset-syncs topic on each source)",
+        )
+        parser.add_argument(
+            "--source",
+            dest="sources",
+            action="append",
+            type=parse_source,
+            metavar="ALIAS=BOOTSTRAP",
+            help="a source cluster by its MM2 alias (repeat for several; default: the local source)",
+        )
+    parser.add_argument(
+        "--kafka-properties",
+        type=Path,
+        metavar="FILE",
+        help="Kafka client settings (SASL/SSL) for every cluster, as a Java properties file "
+        f"(default: ${PROPERTIES_ENV}); values are never printed",
+    )

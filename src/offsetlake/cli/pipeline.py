@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from offsetlake.cli import render
 from offsetlake.cli.context import Context
+from offsetlake.cli.options import add_cluster_options
 from offsetlake.config import local_home
 from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.pipeline.runner import local_settings, run_pipeline
-from offsetlake.pipeline.settings import PipelineSettings
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.secrets import PROPERTIES_ENV, kafka_options_from_properties
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pipeline = subparsers.add_parser("pipeline", help="run the offset pipeline locally")
     pipeline_commands = pipeline.add_subparsers(dest="pipeline_command", required=True, metavar="COMMAND")
-    run = pipeline_commands.add_parser("run", help="one pipeline update against the local clusters")
+    run = pipeline_commands.add_parser(
+        "run", help="one pipeline update (against the local clusters unless --target/--source say otherwise)"
+    )
+    add_cluster_options(run, sources=True)
     run.add_argument("--full-refresh", action="store_true", help="reset every table and recompute from Kafka")
     run.add_argument(
         "--set",
@@ -36,8 +42,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def settings_from_args(args: argparse.Namespace, home: Path) -> PipelineSettings:
-    """The local clusters' settings with each ``--set offsetlake.KEY=VALUE`` applied, validated once."""
-    conf = local_settings(home).to_conf()
+    """The named (else the local) clusters' settings with each ``--set offsetlake.KEY=VALUE``
+    applied, validated once."""
+    conf = cluster_settings(args, home).to_conf()
     for assignment in args.set or []:
         key, sep, value = assignment.partition("=")
         if not sep or not key.startswith("offsetlake."):
@@ -46,11 +53,40 @@ def settings_from_args(args: argparse.Namespace, home: Path) -> PipelineSettings
     return PipelineSettings.from_mapping(conf)
 
 
+def cluster_settings(args: argparse.Namespace, home: Path) -> PipelineSettings:
+    """--target and --source name the clusters; without both, the local pair (make up)."""
+    if not args.target_bootstrap_servers and not args.sources:
+        return local_settings(home)
+    if not args.target_bootstrap_servers or not args.sources:
+        raise UsageError(
+            "--target and --source go together (give neither to use the local clusters of `make up`)"
+        )
+    return PipelineSettings(
+        target_bootstrap_servers=args.target_bootstrap_servers,
+        target_alias=args.target_alias or "",
+        sources=tuple(SourceCluster(source.name, source.bootstrap_servers) for source in args.sources),
+    )
+
+
+def kafka_properties(args: argparse.Namespace) -> Path | None:
+    """The Kafka properties file to use, checked now (a typo costs seconds, not a Spark start)."""
+    path = args.kafka_properties or (
+        Path(os.environ[PROPERTIES_ENV]) if os.environ.get(PROPERTIES_ENV) else None
+    )
+    if path is not None:
+        kafka_options_from_properties(path)
+    return path
+
+
 def handle_run(args: argparse.Namespace, context: Context) -> int:
     home = local_home()
     settings = settings_from_args(args, home)
     result = run_pipeline(
-        settings, home, full_refresh=args.full_refresh, echo=lambda line: print(line, file=context.out)
+        settings,
+        home,
+        full_refresh=args.full_refresh,
+        echo=lambda line: print(line, file=context.out),
+        kafka_properties=kafka_properties(args),
     )
     print(render.flow_outcomes(result), file=context.out)
     return 0 if result.succeeded else 1

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tabulate import tabulate
 
 from offsetlake.apply.executor import PartitionResult
+from offsetlake.apply.gold import ClusterHealth
 from offsetlake.apply.job import ApplyResult, ApplyStatus
 from offsetlake.apply.planner import Action, PlanRow
+from offsetlake.failover import FailoverResult
 from offsetlake.pipeline.runner import PipelineRunResult
 
 PLAN_HEADERS = (
@@ -28,6 +30,8 @@ PLAN_HEADERS = (
     "action",
     "re-read",
     "skip",
+    "method",
+    "age",
     "reason",
 )
 
@@ -59,7 +63,7 @@ def sql_json(results: Sequence[tuple[Sequence[str], Sequence[Sequence[object]]]]
     )
 
 
-def plan_table(plan: Sequence[PlanRow]) -> str:
+def plan_table(plan: Sequence[PlanRow], now: datetime) -> str:
     """One line per group-partition: where it is, where gold says, what the run does and why."""
     return table(
         PLAN_HEADERS,
@@ -74,6 +78,8 @@ def plan_table(plan: Sequence[PlanRow]) -> str:
                 row.action.value,
                 row.records_reread,
                 row.records_skipped,
+                row.method or None,
+                _age(row.age(now)),
                 row.reason,
             )
             for row in plan
@@ -84,11 +90,13 @@ def plan_table(plan: Sequence[PlanRow]) -> str:
 def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
     """(stdout lines, stderr lines) for a plan or apply run, secrets masked."""
     scrub = result.scrubber.scrub
-    out: list[str] = []
+    out: list[str] = [cluster_health_line(health, result.reference_time) for health in result.health]
     if result.nothing_selected:
         out.append(f"run {result.run_id}: no gold offsets match the selection; nothing to do")
+    elif result.gold_rows == 0:
+        pass  # the problem line says why
     elif result.request.dry_run:
-        out.append(plan_table(result.plan))
+        out.append(plan_table(result.plan, result.reference_time))
         out.append(_plan_totals(result))
         if result.refusing_groups:
             refusing = ", ".join(result.refusing_groups)
@@ -97,6 +105,98 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
         out.extend(group_summaries(result.plan, result.results))
         out.append(_apply_totals(result))
     return [scrub(line) for line in out], [scrub(line) for line in result.problems]
+
+
+def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
+    """The failover's one report: refresh, clusters, per group, verdict. (stdout, stderr) lines."""
+    applied = result.apply
+    scrub = applied.scrubber.scrub
+    out = ["", "== offsetlake failover report =="]
+    refresh = result.refresh
+    if refresh is None:
+        out.append("refresh: skipped (--no-refresh): failing over from gold as it is")
+    else:
+        verdict = "succeeded" if refresh.succeeded else "FAILED"
+        out.append(
+            f"refresh: {verdict} in {refresh.seconds:.1f}s: {refresh.explanation} (log: {refresh.log_path})"
+        )
+        if refresh.restored_tables:
+            out.append(f"refresh: gold kept as it was before: {', '.join(refresh.restored_tables)}")
+    out += [cluster_health_line(health, applied.reference_time) for health in applied.health]
+    if applied.plan:
+        out.append(group_table(applied))
+    elif applied.nothing_selected:
+        out.append("no gold offsets match the selection; nothing to do")
+    out.append(_apply_totals(applied) if applied.plan else f"run {applied.run_id}: nothing applied")
+    status = ApplyStatus(applied.status)
+    label = {
+        ApplyStatus.OK: "FAILOVER DONE: every selected partition is in place on the target",
+        ApplyStatus.FAILED: "FAILOVER INCOMPLETE: see the errors; a rerun converges",
+        ApplyStatus.REFUSED: "FAILOVER REFUSED: groups are active on the target; stop them or use "
+        "--active-group-policy skip",
+    }[status]
+    out.append(f"{label} (exit {int(status)})")
+    return [scrub(line) for line in out], [scrub(line) for line in applied.problems]
+
+
+def group_table(result: ApplyResult) -> str:
+    """Per group: partitions applied / unchanged / refused, how and how old, records re-read."""
+    by_key = {r.row.key: r for r in result.results}
+    rows_by_group: dict[str, list[PlanRow]] = defaultdict(list)
+    for row in result.plan:
+        rows_by_group[row.consumer_group].append(row)
+    lines = []
+    for group, rows in sorted(rows_by_group.items()):
+        verified = [row for row in rows if row.key in by_key and by_key[row.key].verified]
+        unchanged = [row for row in rows if row.action is Action.NOOP]
+        refused = [row for row in rows if row not in verified and row not in unchanged]
+        ages = [age for row in rows if (age := row.age(result.reference_time)) is not None]
+        problems = [by_key[row.key].error or "" for row in refused if row.key in by_key] + [
+            row.reason for row in refused if row.key not in by_key
+        ]
+        lines.append(
+            (
+                group,
+                len(rows),
+                len(verified),
+                len(unchanged),
+                len(refused),
+                ",".join(sorted({row.method for row in rows if row.method})) or None,
+                _age(max(ages)) if ages else None,
+                sum(row.records_reread or 0 for row in verified),
+                problems[0] if problems else None,
+            )
+        )
+    return table(
+        (
+            "group",
+            "partitions",
+            "applied",
+            "unchanged",
+            "refused",
+            "method",
+            "oldest",
+            "re-read",
+            "first refusal",
+        ),
+        lines,
+    )
+
+
+def cluster_health_line(health: ClusterHealth, now: datetime) -> str:
+    """``cluster dr (target): reachable at ...`` or ``... UNREACHABLE since ...: <error>``."""
+    checked = health.checked_at.isoformat(timespec="seconds")
+    line = f"cluster {health.cluster} ({health.role}): "
+    if health.reachable:
+        return line + f"reachable at the last refresh ({checked})"
+    if health.last_reachable_at is None:
+        since = "never reachable so far"
+    else:
+        since = (
+            f"last reachable {health.last_reachable_at.isoformat(timespec='seconds')}, "
+            f"{_age(now - health.last_reachable_at)} ago"
+        )
+    return line + f"UNREACHABLE at the last refresh ({checked}; {since}): {health.error}"
 
 
 def group_summaries(plan: Sequence[PlanRow], results: Sequence[PartitionResult]) -> list[str]:
@@ -159,6 +259,17 @@ def _apply_totals(result: ApplyResult) -> str:
         + ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
         + f"; audit: {result.audit_table}"
     )
+
+
+def _age(age: timedelta | None) -> str | None:
+    """``45s``, ``12m``, ``3h``, ``2d``: the largest whole unit."""
+    if age is None:
+        return None
+    seconds = max(0, int(age.total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 def _json_value(value: object) -> object:

@@ -1,7 +1,7 @@
 """MirrorMaker 2's binary records: Checkpoint, OffsetSync and Heartbeat as (key, value) bytes.
 
 Byte-exact with apache/kafka ``Checkpoint.java`` / ``Heartbeat.java`` (connect/mirror-client) and
-``OffsetSync.java`` (connect/mirror); see docs/mm2-internals.md §1.
+``OffsetSync.java`` (connect/mirror); see docs/mm2-reference.md §1.
 
 - Checkpoint key: group STRING, topic STRING, partition INT32.
   Value: version INT16 (=0), upstreamOffset INT64, offset INT64 (downstream), metadata STRING.

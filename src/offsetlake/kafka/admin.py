@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from confluent_kafka import (
@@ -50,6 +51,30 @@ class KafkaAdminError(ExternalError):
 
 class GroupActiveError(KafkaAdminError):
     """The broker refused an offset alter because the group has members."""
+
+
+@dataclass(frozen=True)
+class ClusterProbe:
+    """Whether a cluster answered a metadata request in time, and what the client said if not."""
+
+    reachable: bool
+    error: str | None
+    seconds: float
+
+
+def probe_cluster(config: Mapping[str, str], *, timeout_s: float) -> ClusterProbe:
+    """Ask the cluster for its metadata once, for at most ``timeout_s`` (the error never holds
+    credentials: only the Kafka client's error name and text)."""
+    started = time.monotonic()
+    admin = AdminClient(dict(config))
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as error:
+        return ClusterProbe(False, describe_error(error), time.monotonic() - started)
+    seconds = time.monotonic() - started
+    if not metadata.brokers:
+        return ClusterProbe(False, "the cluster answered without any broker", seconds)
+    return ClusterProbe(True, None, seconds)
 
 
 def describe_error(error: BaseException) -> str:

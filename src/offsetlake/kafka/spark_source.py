@@ -13,6 +13,7 @@ snapshots, one per micro-batch when streamed.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from pyspark.sql.types import (
 )
 
 from offsetlake.kafka import admin as kafka_admin
+from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.kafka.group_offsets import (
     DEFAULT_EXCLUDE,
@@ -66,6 +68,8 @@ from offsetlake.kafka.range_reader import read_offset_range
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+_LOG = logging.getLogger("offsetlake.kafka")
 
 KAFKA_SOURCE_NAME = "offsetlake_kafka"
 
@@ -125,6 +129,9 @@ class KafkaReadOptions:
     max_offsets_per_trigger: int | None
     max_records_per_partition: int
     poll_timeout_s: float
+    metadata_timeout_s: float
+    skip_unreachable: bool
+    """onUnreachable=skip: a stream whose cluster does not answer reads nothing this micro-batch."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> KafkaReadOptions:
@@ -141,6 +148,10 @@ class KafkaReadOptions:
         if not streaming and lowered.get("maxoffsetspertrigger"):
             raise OffsetOptionError("maxOffsetsPerTrigger is for streaming reads only")
         max_offsets = lowered.get("maxoffsetspertrigger")
+        poll_timeout_ms = _parse_positive_int(
+            lowered.get("kafkaconsumer.polltimeoutms", str(DEFAULT_POLL_TIMEOUT_MS)),
+            "kafkaConsumer.pollTimeoutMs",
+        )
         return cls(
             client_config=kafka_options_to_librdkafka(lowered),
             subscription=Subscription.from_options(lowered),
@@ -159,11 +170,12 @@ class KafkaReadOptions:
                 lowered.get("maxrecordsperpartition", str(DEFAULT_MAX_RECORDS_PER_PARTITION)),
                 "maxRecordsPerPartition",
             ),
-            poll_timeout_s=_parse_positive_int(
-                lowered.get("kafkaconsumer.polltimeoutms", str(DEFAULT_POLL_TIMEOUT_MS)),
-                "kafkaConsumer.pollTimeoutMs",
+            poll_timeout_s=poll_timeout_ms / 1000,
+            metadata_timeout_s=_parse_positive_int(
+                lowered.get("metadatatimeoutms", str(poll_timeout_ms)), "metadataTimeoutMs"
             )
             / 1000,
+            skip_unreachable=_parse_on_unreachable(lowered),
         )
 
 
@@ -236,13 +248,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._available_now_target: dict[PartitionKey, int] | None = None
         self._metadata: ClusterMetadata | None = None
+        self._unreachable = False
 
     def __getstate__(self) -> dict[str, Any]:
         # The reader is pickled to Spark workers for read(); the admin client stays behind.
         return {**self.__dict__, "_metadata": None}
 
     def initialOffset(self) -> dict[str, dict[str, int]]:  # noqa: N802 (Spark API)
-        keys, log_start, log_end = self._current_layout()
+        layout = self._reachable_layout()
+        if layout is None:
+            # No partition known yet: once the cluster answers, every partition is read from its
+            # log start (what startingOffsets=earliest, the pipeline's setting, would have done).
+            return to_stream_offset({})
+        keys, log_start, log_end = layout
         return to_stream_offset(
             self.options.starting.resolve(keys, log_start, log_end, option="startingOffsets")
         )
@@ -253,10 +271,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self.options.max_offsets_per_trigger)
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
-        self._available_now_target = self._current_layout()[2]
+        layout = self._reachable_layout()
+        self._available_now_target = None if layout is None else layout[2]
 
     def latestOffset(self, start: dict[str, dict[str, int]], limit: ReadLimit) -> dict[str, dict[str, int]]:  # noqa: N802 (Spark API)
-        _, log_start, log_end = self._current_layout()
+        layout = self._reachable_layout()
+        if layout is None:
+            return start  # the same offset: Spark runs no batch, nothing is skipped
+        _, log_start, log_end = layout
         end = next_stream_end(
             from_stream_offset(start),
             log_start,
@@ -287,6 +309,26 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._metadata is not None:
             self._metadata.close()
 
+    def _reachable_layout(
+        self,
+    ) -> tuple[list[PartitionKey], dict[PartitionKey, int], dict[PartitionKey, int]] | None:
+        """The layout, or None when the cluster does not answer and onUnreachable=skip. Once it
+        did not answer, this reader does not ask again: an update pays the timeout once."""
+        if self._unreachable:
+            return None
+        try:
+            return self._current_layout()
+        except KafkaAdminError as error:
+            if not self.options.skip_unreachable:
+                raise
+            self._unreachable = True
+            _LOG.warning(
+                "cluster %s did not answer (%s): no records from it this micro-batch",
+                self.options.client_config.get("bootstrap.servers"),
+                error,
+            )
+            return None
+
     def _current_layout(self) -> tuple[list[PartitionKey], dict[PartitionKey, int], dict[PartitionKey, int]]:
         metadata = self._cluster()
         keys = self.options.subscription.select(metadata.partition_counts())
@@ -295,7 +337,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _cluster(self) -> ClusterMetadata:
         if self._metadata is None:
-            self._metadata = ClusterMetadata(self.options.client_config, self.options.poll_timeout_s)
+            self._metadata = ClusterMetadata(self.options.client_config, self.options.metadata_timeout_s)
         return self._metadata
 
 
@@ -322,6 +364,7 @@ class GroupSnapshotOptions:
     include: str
     exclude: str | None
     timeout_s: float
+    skip_unreachable: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> GroupSnapshotOptions:
@@ -332,7 +375,13 @@ class GroupSnapshotOptions:
         exclude = lowered.get("groups.exclude", DEFAULT_EXCLUDE) or None
         select_groups([], include, exclude)  # validate the regexes on the driver, before any task runs
         timeout_ms = int(lowered.get("requesttimeoutms", DEFAULT_GROUP_SNAPSHOT_TIMEOUT_MS))
-        return cls(kafka_options_to_librdkafka(lowered), include, exclude, timeout_ms / 1000)
+        return cls(
+            kafka_options_to_librdkafka(lowered),
+            include,
+            exclude,
+            timeout_ms / 1000,
+            skip_unreachable=_parse_on_unreachable(lowered),
+        )
 
     def snapshot_batch(self) -> Iterator[pa.RecordBatch]:
         """One Arrow batch holding a fresh snapshot (nothing when no group has offsets)."""
@@ -367,6 +416,7 @@ class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     def __init__(self, options: GroupSnapshotOptions) -> None:
         self.options = options
         self._available_now_target: int | None = None
+        self._unreachable = False
 
     def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark API)
         return {"snapshot_ms": 0}
@@ -375,8 +425,24 @@ class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._available_now_target = _now_ms()
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:  # noqa: N802 (Spark API)
+        if self.options.skip_unreachable and not self._answers():
+            return start  # no snapshot this update
         latest = self._available_now_target if self._available_now_target is not None else _now_ms()
         return {"snapshot_ms": max(latest, start["snapshot_ms"])}
+
+    def _answers(self) -> bool:
+        """Probe once per reader: a dead source costs one timeout per update, then is skipped."""
+        if self._unreachable:
+            return False
+        probe = kafka_admin.probe_cluster(self.options.client_config, timeout_s=self.options.timeout_s)
+        if not probe.reachable:
+            self._unreachable = True
+            _LOG.warning(
+                "cluster %s did not answer (%s): no group snapshot from it this update",
+                self.options.client_config.get("bootstrap.servers"),
+                probe.error,
+            )
+        return probe.reachable
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         if end["snapshot_ms"] <= start["snapshot_ms"]:
@@ -405,8 +471,11 @@ class GroupOffsetsDataSource(DataSource):
 
 
 def register_data_sources(spark: SparkSession) -> None:
-    """Register ``offsetlake_kafka`` and ``offsetlake_group_offsets``; safe to call repeatedly."""
-    for source in (KafkaDataSource, GroupOffsetsDataSource):
+    """Register ``offsetlake_kafka``, ``offsetlake_group_offsets`` and ``offsetlake_cluster_health``;
+    safe to call repeatedly."""
+    from offsetlake.kafka.health import ClusterHealthDataSource
+
+    for source in (KafkaDataSource, GroupOffsetsDataSource, ClusterHealthDataSource):
         spark.dataSource.register(source)
 
 
@@ -421,6 +490,14 @@ def _read_partition(options: KafkaReadOptions, partition: InputPartition) -> Ite
         fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_s=options.poll_timeout_s,
     )
+
+
+def _parse_on_unreachable(lowered: Mapping[str, str]) -> bool:
+    """onUnreachable: ``fail`` (default, as Spark's reader) or ``skip`` (True)."""
+    value = lowered.get("onunreachable", "fail").strip().lower()
+    if value not in ("fail", "skip"):
+        raise OffsetOptionError(f"onUnreachable must be fail or skip, not {value!r}")
+    return value == "skip"
 
 
 def _parse_bool(value: str, option: str) -> bool:

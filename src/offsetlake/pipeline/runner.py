@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,8 +31,11 @@ import yaml
 
 from offsetlake.clusters import read_local_clusters
 from offsetlake.config import local_home
+from offsetlake.pipeline.gold_guard import GUARDED_TABLES, GoldGuard
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, local_spark_conf
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.processes import interruptible, run_group
+from offsetlake.secrets import PROPERTIES_ENV
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -152,6 +153,8 @@ class PipelineRunResult:
     flows: tuple[FlowOutcome, ...]
     seconds: float
     log_path: Path
+    restored_tables: tuple[str, ...] = ()
+    """Gold tables put back as they were before the update (it did not complete them)."""
 
     def flow(self, name: str) -> FlowOutcome:
         for outcome in self.flows:
@@ -215,13 +218,25 @@ def spark_pipelines_command(spec_path: Path, full_refresh: bool) -> list[str]:
 def run_pipeline(
     settings: PipelineSettings | None = None,
     home: Path | None = None,
+    *,
     full_refresh: bool = False,
     echo: Callable[[str], None] | None = None,
     spark_conf: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    kafka_properties: Path | None = None,
 ) -> PipelineRunResult:
-    """Run one pipeline update; ``echo`` receives each progress line (the full log goes to a file)."""
+    """Run one pipeline update; ``echo`` receives each progress line (the full log goes to a file).
+
+    ``kafka_properties`` (a Java properties file of client settings) reaches the readers through
+    the environment, never through the spec on disk. Past ``timeout_s`` the update is stopped and
+    counts as failed. Whatever ends it (failure,
+    deadline, SIGINT/SIGTERM, which raise StopSignalError after cleanup), no process it started is
+    left and gold holds at least what it held before (pipeline/gold_guard.py).
+    """
     home = (home or local_home()).resolve()
     settings = settings or local_settings(home)
+    guard = GoldGuard(home)
+    recovered = guard.recover()
     spec_path = write_spec(home, settings, spark_conf)
     log_path = home / "pipeline" / "last-run.log"
     env = {
@@ -235,34 +250,44 @@ def run_pipeline(
         "SPARK_TESTING": "1",
         "SPARK_CONF_DIR": str(write_spark_defaults(home)),
     }
-    started = time.monotonic()
+    if kafka_properties is not None:
+        env[PROPERTIES_ENV] = str(kafka_properties.resolve())
     log = RunLog()
-    with (
-        log_path.open("w", encoding="utf-8") as log_file,
-        subprocess.Popen(
-            spark_pipelines_command(spec_path, full_refresh),
-            cwd=home / "pipeline",
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-        ) as process,
-    ):
-        assert process.stdout is not None
-        for line in process.stdout:
-            log_file.write(line)
-            log.feed(line)
-            if echo is not None and _EVENT.match(line):
-                echo(line.rstrip("\n"))
-        exit_code = process.wait()
-    succeeded, explanation = judge(exit_code, log)
+
+    def on_line(line: str) -> None:
+        log_file.write(line)
+        log.feed(line)
+        if echo is not None and _EVENT.match(line):
+            echo(line.rstrip("\n"))
+
+    guard.protect()
+    completed: set[str] = set()
+    try:
+        with log_path.open("w", encoding="utf-8") as log_file, interruptible():
+            child = run_group(
+                spark_pipelines_command(spec_path, full_refresh),
+                cwd=home / "pipeline",
+                env=env,
+                on_line=on_line,
+                timeout_s=timeout_s,
+            )
+        succeeded, explanation = judge(child.exit_code, log)
+        if child.timed_out:
+            succeeded, explanation = False, f"stopped after the {timeout_s:g}s time limit ({explanation})"
+        completed = {
+            outcome.name.rsplit(".", 1)[-1] for outcome in log.outcomes() if outcome.state == "COMPLETED"
+        }
+        if succeeded:
+            completed.update(GUARDED_TABLES)
+    finally:
+        restored = guard.settle(completed)
     return PipelineRunResult(
         succeeded=succeeded,
         explanation=explanation,
-        exit_code=exit_code,
+        exit_code=child.exit_code,
         run_state=log.run_state,
         flows=log.outcomes(),
-        seconds=time.monotonic() - started,
+        seconds=child.seconds,
         log_path=log_path,
+        restored_tables=tuple(sorted(set(restored) | set(recovered))),
     )

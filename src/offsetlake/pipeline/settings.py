@@ -30,6 +30,7 @@ MAPPINGS_FORMAT: Final = "offsetlake.mappings.format"
 METHOD_PRECEDENCE: Final = "offsetlake.method.precedence"
 KAFKA_READER: Final = "offsetlake.kafka.reader"
 SECRET_SCOPE: Final = "offsetlake.secret_scope"
+CLUSTER_TIMEOUT_MS: Final = "offsetlake.cluster.timeout.ms"
 
 ALL_KEYS: Final[tuple[str, ...]] = (
     TARGET_BOOTSTRAP,
@@ -45,9 +46,12 @@ ALL_KEYS: Final[tuple[str, ...]] = (
     METHOD_PRECEDENCE,
     KAFKA_READER,
     SECRET_SCOPE,
+    CLUSTER_TIMEOUT_MS,
 )
 
 DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
+DEFAULT_CLUSTER_TIMEOUT_MS: Final = 30_000
+"""How long one cluster may take to answer before it counts as unreachable for this update."""
 SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)
 """Formats decode.py can decode with Spark expressions (a subset of codecs.mappings' registry)."""
 
@@ -81,6 +85,7 @@ class PipelineSettings:
     method_precedence: tuple[str, ...] = METHODS
     kafka_reader: KafkaReader = "offsetlake"
     secret_scope: str = ""
+    cluster_timeout_ms: int = DEFAULT_CLUSTER_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         if not self.target_bootstrap_servers:
@@ -115,6 +120,8 @@ class PipelineSettings:
             parse_method_precedence(",".join(self.method_precedence))
         except InvalidValueError as error:
             raise InvalidValueError(f"{METHOD_PRECEDENCE} {error}") from None
+        if self.cluster_timeout_ms < 1:
+            raise InvalidValueError(f"{CLUSTER_TIMEOUT_MS} must be a positive number of milliseconds")
         for key, pattern in (
             (GROUPS_INCLUDE, self.groups_include),
             (GROUPS_EXCLUDE, self.groups_exclude),
@@ -159,6 +166,7 @@ class PipelineSettings:
             ),
             kafka_reader=value(KAFKA_READER, "offsetlake"),  # type: ignore[arg-type]
             secret_scope=value(SECRET_SCOPE, ""),
+            cluster_timeout_ms=_milliseconds(value(CLUSTER_TIMEOUT_MS, str(DEFAULT_CLUSTER_TIMEOUT_MS))),
         )
 
     @classmethod
@@ -183,7 +191,17 @@ class PipelineSettings:
             METHOD_PRECEDENCE: ",".join(self.method_precedence),
             KAFKA_READER: self.kafka_reader,
             SECRET_SCOPE: self.secret_scope,
+            CLUSTER_TIMEOUT_MS: str(self.cluster_timeout_ms),
         }
+
+
+def _milliseconds(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidValueError(
+            f"{CLUSTER_TIMEOUT_MS} must be a whole number of milliseconds, got {text!r}"
+        ) from None
 
 
 def _raw(value: str | None) -> str | None:

@@ -2,18 +2,28 @@
 
 Locally (``offsetlake.kafka.reader=offsetlake``) records come from our Python data source; on
 Databricks ``builtin`` switches to Spark's ``kafka`` format with the same options and
-``includeHeaders=true``, which yields the same columns. Credentials (SASL/SSL ``kafka.*``
-options) come from the ``offsetlake.secret_scope`` Databricks secret scope and are only ever
-passed to the reader, never logged or stored in a table.
+``includeHeaders=true``, which yields the same columns, for the TARGET cluster's topics only.
+
+Source clusters are always read with our data sources, in their ``onUnreachable=skip`` mode: the
+day a source cluster is lost is the day a failover runs, and a dead source must then cost at most
+``offsetlake.cluster.timeout.ms`` and add no rows, instead of failing the flow. Spark's
+``kafka`` reader has no such mode (its flow fails, and the update skips everything downstream
+of it). Credentials (SASL/SSL ``kafka.*`` options) come from the ``offsetlake.secret_scope``
+Databricks secret scope and are only ever passed to the reader, never logged or stored in a table.
 """
 
 from __future__ import annotations
 
+import os
 from functools import cache
+from pathlib import Path
+from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+
+ClusterRole = Literal["source", "target"]
 
 
 def pipeline_settings(spark: SparkSession) -> PipelineSettings:
@@ -28,9 +38,21 @@ def _secret_options(scope: str) -> tuple[tuple[str, str], ...]:
     return tuple(kafka_options_from_scope(DatabricksSecrets(), scope).items())
 
 
+@cache
+def _properties_options(path: str) -> tuple[tuple[str, str], ...]:
+    from offsetlake.secrets import kafka_options_from_properties
+
+    return tuple(kafka_options_from_properties(Path(path)).items())
+
+
 def kafka_client_options(settings: PipelineSettings, bootstrap_servers: str) -> dict[str, str]:
-    """``kafka.*`` reader options for one cluster: the secret scope's options, then its bootstrap."""
-    options = dict(_secret_options(settings.secret_scope)) if settings.secret_scope else {}
+    """``kafka.*`` reader options for one cluster: the local properties file's (when the runner names
+    one), the secret scope's, then its bootstrap."""
+    from offsetlake.secrets import PROPERTIES_ENV
+
+    options = dict(_properties_options(os.environ[PROPERTIES_ENV])) if os.environ.get(PROPERTIES_ENV) else {}
+    if settings.secret_scope:
+        options.update(_secret_options(settings.secret_scope))
     options["kafka.bootstrap.servers"] = bootstrap_servers
     return options
 
@@ -40,6 +62,7 @@ def kafka_stream(
     settings: PipelineSettings,
     bootstrap_servers: str,
     *,
+    role: ClusterRole,
     subscribe: str | None = None,
     subscribe_pattern: str | None = None,
 ) -> DataFrame:
@@ -52,8 +75,17 @@ def kafka_stream(
         options["subscribe"] = subscribe
     else:
         options["subscribePattern"] = subscribe_pattern or ""
-    if settings.kafka_reader == "builtin":
+    if settings.kafka_reader == "builtin" and role == "target":
+        # Spark's reader retries each offset lookup fetchOffset.numRetries times (default 3), each
+        # waiting up to the client's default.api.timeout.ms (60 s): about 3 minutes before a dead
+        # target fails the flow. Bound it by the cluster timeout, one attempt.
+        timeout = str(settings.cluster_timeout_ms)
+        options.setdefault("kafka.default.api.timeout.ms", timeout)
+        options.setdefault("kafka.request.timeout.ms", timeout)
+        options.setdefault("fetchOffset.numRetries", "1")
         return spark.readStream.format("kafka").options(**options, includeHeaders="true").load()
+    options["onUnreachable"] = "skip"
+    options["metadataTimeoutMs"] = str(settings.cluster_timeout_ms)
     return spark.readStream.format("offsetlake_kafka").options(**options).load()
 
 
@@ -62,7 +94,18 @@ def group_offsets_stream(spark: SparkSession, settings: PipelineSettings, source
     options = kafka_client_options(settings, source.bootstrap_servers)
     options["groups.include"] = settings.groups_include
     options["groups.exclude"] = settings.groups_exclude
+    options["onUnreachable"] = "skip"
+    options["requestTimeoutMs"] = str(settings.cluster_timeout_ms)
     return spark.readStream.format("offsetlake_group_offsets").options(**options).load()
+
+
+def cluster_health_stream(
+    spark: SparkSession, settings: PipelineSettings, alias: str, role: ClusterRole, bootstrap_servers: str
+) -> DataFrame:
+    """One reachability check of the cluster per micro-batch (table cluster_health)."""
+    options = kafka_client_options(settings, bootstrap_servers)
+    options.update(cluster=alias, role=role, timeoutMs=str(settings.cluster_timeout_ms))
+    return spark.readStream.format("offsetlake_cluster_health").options(**options).load()
 
 
 def register_offsetlake_sources(spark: SparkSession) -> None:

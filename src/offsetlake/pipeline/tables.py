@@ -83,6 +83,20 @@ BRONZE_GROUP_OFFSETS: Final = TableSpec(
         _INGESTED_AT,
     ),
 )
+CLUSTER_HEALTH: Final = TableSpec(
+    "cluster_health",
+    "Whether each Kafka cluster answered, once per pipeline update; append-only. An unreachable "
+    "cluster costs a bounded time and adds no rows to the other tables, it never fails the update.",
+    (
+        ("cluster", "STRING", "MM2 alias of the cluster"),
+        ("role", "STRING", "source or target"),
+        ("bootstrap_servers", "STRING", "Bootstrap servers that were tried"),
+        ("reachable", "BOOLEAN", "True when a broker answered a metadata request in time"),
+        ("error", "STRING", "Why it was not reachable (the Kafka client's error); NULL when reachable"),
+        ("checked_at", "TIMESTAMP", "When the check was made"),
+        ("probe_seconds", "DOUBLE", "How long the check took"),
+    ),
+)
 
 SILVER_CHECKPOINTS: Final = TableSpec(
     "silver_checkpoints",
@@ -190,6 +204,7 @@ ALL_TABLES: Final = (
     BRONZE_OFFSET_SYNCS,
     BRONZE_MAPPINGS,
     BRONZE_GROUP_OFFSETS,
+    CLUSTER_HEALTH,
     SILVER_CHECKPOINTS,
     SILVER_OFFSET_SYNCS,
     SILVER_MAPPINGS,

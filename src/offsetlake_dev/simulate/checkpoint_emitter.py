@@ -5,7 +5,7 @@ topic filter is translated over the syncs MM2 holds (``OffsetSyncStore``); there
 checkpoint when translation is unavailable or negative (KAFKA-12635), and a checkpoint is only
 emitted when it is more recent than the last one for that group and partition
 (``checkpointIsMoreRecent``: first one, upstream rewound, or downstream strictly advanced).
-The checkpoint names the *downstream* topic (``renameTopicPartition``). docs/mm2-internals.md §2.3.
+The checkpoint names the *downstream* topic (``renameTopicPartition``). docs/mm2-reference.md §2.3.
 """
 
 from __future__ import annotations

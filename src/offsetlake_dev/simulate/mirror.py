@@ -2,7 +2,7 @@
 
 It produces source topics whose values are unique record ids (``orders:p0:r42``), replicates them
 to ``<source-alias>.<topic>`` on the target the way MM2 does, and writes what MM2 writes, byte for
-byte (docs/mm2-internals.md §1-§2):
+byte (docs/mm2-reference.md §1-§2):
 
 - offset syncs to ``mm2-offset-syncs.<target-alias>.internal`` on the SOURCE cluster
   (``offset-syncs.topic.location=source``), emitted by :class:`OffsetSyncWriter`'s rules;

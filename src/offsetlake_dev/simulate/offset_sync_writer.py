@@ -1,7 +1,7 @@
 """When MirrorMaker 2 writes an offset sync: a port of ``OffsetSyncWriter`` (connect/mirror).
 
 The simulator must emit syncs exactly when MM2 would, or translation precision (and so the
-re-reads a failover causes) would not be what production sees. Rules, docs/mm2-internals.md §2.1:
+re-reads a failover causes) would not be what production sees. Rules, docs/mm2-reference.md §2.1:
 a sync is sent *immediately* for the first record of a partition in the task's lifetime, after an
 upstream gap, after a downstream truncation, or once ``D - (lastSyncD + 1) >= offset.lag.max``;
 otherwise it is *delayed* and only the latest delayed sync per partition is sent at the next

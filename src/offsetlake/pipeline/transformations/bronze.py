@@ -13,6 +13,10 @@ records after the previous update's checkpointed offsets.
   the topic name.
 - Mappings: topics matching ``offsetlake.mappings.topics`` on the target (tables absent when off).
 - Group offsets: one stream per source cluster (unioned), one snapshot per update.
+- Cluster health: one reachability check per cluster (target and each source) per update.
+
+A source cluster that does not answer within ``offsetlake.cluster.timeout.ms`` adds no rows this
+update (its streams read nothing) and the update goes on; see pipeline/sources.py.
 
 Adding or removing a source cluster changes a flow's set of streams, so it needs a full refresh
 of the bronze tables (the streaming checkpoint records its sources).
@@ -27,6 +31,7 @@ from pyspark.sql import functions as sf
 from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.settings import SourceCluster
 from offsetlake.pipeline.sources import (
+    cluster_health_stream,
     group_offsets_stream,
     kafka_stream,
     pipeline_settings,
@@ -37,6 +42,7 @@ from offsetlake.pipeline.tables import (
     BRONZE_GROUP_OFFSETS,
     BRONZE_MAPPINGS,
     BRONZE_OFFSET_SYNCS,
+    CLUSTER_HEALTH,
 )
 
 spark = SparkSession.builder.getOrCreate()
@@ -61,17 +67,21 @@ def _alias_from_topic(pattern: str) -> Column:
 )
 def bronze_checkpoints() -> DataFrame:
     pattern = policy.checkpoints_topic_pattern()
-    records = kafka_stream(spark, settings, settings.target_bootstrap_servers, subscribe_pattern=pattern)
+    records = kafka_stream(
+        spark, settings, settings.target_bootstrap_servers, role="target", subscribe_pattern=pattern
+    )
     return _landed(records, _alias_from_topic(pattern))
 
 
 def _offset_syncs_on(source: SourceCluster) -> DataFrame:
     if settings.target_alias:
         topic = policy.offset_syncs_topic(settings.target_alias)
-        records = kafka_stream(spark, settings, source.bootstrap_servers, subscribe=topic)
+        records = kafka_stream(spark, settings, source.bootstrap_servers, role="source", subscribe=topic)
     else:
         pattern = policy.offset_syncs_topic_pattern()
-        records = kafka_stream(spark, settings, source.bootstrap_servers, subscribe_pattern=pattern)
+        records = kafka_stream(
+            spark, settings, source.bootstrap_servers, role="source", subscribe_pattern=pattern
+        )
     return _landed(records, sf.lit(source.alias))
 
 
@@ -91,7 +101,9 @@ def bronze_offset_syncs() -> DataFrame:
     if settings.offset_syncs_location == "source":
         return _union([_offset_syncs_on(source) for source in settings.sources])
     pattern = policy.offset_syncs_topic_pattern()
-    records = kafka_stream(spark, settings, settings.target_bootstrap_servers, subscribe_pattern=pattern)
+    records = kafka_stream(
+        spark, settings, settings.target_bootstrap_servers, role="target", subscribe_pattern=pattern
+    )
     return _landed(records, _alias_from_topic(pattern))
 
 
@@ -109,11 +121,28 @@ def bronze_group_offsets() -> DataFrame:
     )
 
 
+@dp.table(name=CLUSTER_HEALTH.name, comment=CLUSTER_HEALTH.comment, schema=CLUSTER_HEALTH.schema_ddl)
+def cluster_health() -> DataFrame:
+    target_alias = settings.target_alias or "target"
+    checks = [
+        cluster_health_stream(spark, settings, target_alias, "target", settings.target_bootstrap_servers)
+    ]
+    checks += [
+        cluster_health_stream(spark, settings, source.alias, "source", source.bootstrap_servers)
+        for source in settings.sources
+    ]
+    return _union(checks)
+
+
 if settings.mappings_topics:
 
     @dp.table(name=BRONZE_MAPPINGS.name, comment=BRONZE_MAPPINGS.comment, schema=BRONZE_MAPPINGS.schema_ddl)
     def bronze_mappings() -> DataFrame:
         records = kafka_stream(
-            spark, settings, settings.target_bootstrap_servers, subscribe_pattern=settings.mappings_topics
+            spark,
+            settings,
+            settings.target_bootstrap_servers,
+            role="target",
+            subscribe_pattern=settings.mappings_topics,
         )
         return _landed(records, None)

@@ -1,0 +1,305 @@
+"""Failover when the source cluster is gone: real brokers, real Spark, the real command line.
+
+A private source/target pair (the source must be paused, so never the shared session brokers):
+the MM2 simulator replicates one topic and writes offset syncs on the source and checkpoints on
+the target for five groups. The source broker is then paused with SIGSTOP, as a dead host looks
+to a client (Tansu keeps data only in memory, so it is never restarted), and resumed with SIGCONT
+in a ``finally``. The tests run in file order and share the scenario:
+
+1. source dead before the first refresh: gold comes from the target's checkpoints alone, and
+   ``offsetlake failover`` applies them (exactly MM2's downstream offsets);
+2. source dead between two refreshes: gold keeps every earlier row and gains new checkpoints;
+3. source paused during an apply: apply needs only the target;
+4. a refresh interrupted with SIGTERM: gold is as it was, no process is left behind;
+5. ``apply`` with nothing fresh to apply exits non-zero; ``plan`` does not.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
+from offsetlake.config import HOME_ENV
+from offsetlake_dev.local_cluster import ClusterPair, start_clusters, stop_clusters
+from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
+from tests.kafka_helpers import committed_offsets, produce
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+SOURCE_ALIAS = "primary"
+TARGET_ALIAS = "dr"
+TOPIC = "orders"
+PARTITIONS = 2
+GROUPS = tuple(f"app-{n}" for n in range(5))
+CLUSTER_TIMEOUT_MS = 5000
+# A refresh with a dead source: Spark start-up, the flows, and the dead cluster's bounded wait
+# (one timeout, paid in parallel by its flows). Generous for a busy 2-core machine.
+DEAD_SOURCE_REFRESH_BUDGET_S = 240
+COMMAND_TIMEOUT_S = 600
+
+
+@dataclass
+class Outage:
+    home: Path
+    clusters: ClusterPair
+    simulator: MirrorSimulator
+    checkpoints: dict[tuple[str, str, int], Checkpoint]
+
+    @property
+    def target(self) -> str:
+        return self.clusters.target.bootstrap_servers
+
+    @property
+    def source(self) -> str:
+        return self.clusters.source.bootstrap_servers
+
+    @property
+    def remote_topic(self) -> str:
+        return self.simulator.settings.remote_topic(TOPIC)
+
+    def cluster_flags(self) -> list[str]:
+        return [
+            "--target",
+            self.target,
+            "--target-alias",
+            TARGET_ALIAS,
+            "--source",
+            f"{SOURCE_ALIAS}={self.source}",
+            "--set",
+            f"offsetlake.cluster.timeout.ms={CLUSTER_TIMEOUT_MS}",
+        ]
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "offsetlake.cli", *args],
+            env={**os.environ, HOME_ENV: str(self.home)},
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+        )
+
+    def committed(self, group: str) -> dict[int, int]:
+        keys = [(self.remote_topic, p) for p in range(PARTITIONS)]
+        return {p: offset for (_, p), offset in committed_offsets(self.target, group, keys).items()}
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        path = self.home / "warehouse" / "offsetlake.db" / table
+        return pq.read_table(path).to_pylist() if path.exists() else []
+
+    @contextmanager
+    def source_paused(self) -> Iterator[None]:
+        pid = self.clusters.source.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
+@pytest.fixture(scope="module")
+def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outage]:
+    if os.environ.get("OFFSETLAKE_TEST_SOURCE_BOOTSTRAP"):
+        pytest.skip("pausing the source needs the local broker's process; a real pair cannot be paused here")
+    home = tmp_path_factory.mktemp("failover")
+    clusters = start_clusters(home, preferred_ports=None)
+    try:
+        settings = MirrorSettings(
+            source_alias=SOURCE_ALIAS,
+            target_alias=TARGET_ALIAS,
+            source_bootstrap=clusters.source.bootstrap_servers,
+            target_bootstrap=clusters.target.bootstrap_servers,
+        )
+        with MirrorSimulator(settings) as simulator:
+            simulator.create_topic(TOPIC, PARTITIONS, preexisting_target_records=3)
+            simulator.produce(TOPIC, 40, transaction_size=5)
+            simulator.replicate()
+            simulator.commit()
+            for index, group in enumerate(GROUPS):
+                simulator.commit_source_group(
+                    group, {(TOPIC, p): 5 + 7 * index + p for p in range(PARTITIONS)}
+                )
+            emitted = simulator.emit_checkpoints(GROUPS)
+        checkpoints = {(c.group, c.topic, c.partition): c for c in emitted}
+        assert len(checkpoints) == len(GROUPS) * PARTITIONS
+        yield Outage(home, clusters, simulator, checkpoints)
+    finally:
+        stop_clusters(home)
+
+
+def test_source_dead_before_the_first_refresh_fails_over_from_target_checkpoints(outage: Outage) -> None:
+    with outage.source_paused():
+        started = time.monotonic()
+        run = outage.cli("failover", *outage.cluster_flags())
+        seconds = time.monotonic() - started
+    report = run.stdout + run.stderr
+    assert run.returncode == 0, report[-4000:]
+    print(f"\nfailover with the source dead before any refresh: {seconds:.1f}s\n{run.stdout}")  # with -s
+    assert seconds < DEAD_SOURCE_REFRESH_BUDGET_S + 60
+    assert "refresh: succeeded" in report
+    assert f"cluster {SOURCE_ALIAS} (source): UNREACHABLE" in report
+    assert f"cluster {TARGET_ALIAS} (target): reachable" in report
+    assert "FAILOVER DONE" in report
+
+    # gold holds exactly MM2's checkpoints, and the target groups are where MM2 says
+    latest = outage.rows("latest_offsets")
+    assert {(r["consumer_group"], r["topic"], r["partition"]) for r in latest} == set(outage.checkpoints)
+    assert {r["method"] for r in latest} == {"checkpoint"}
+    for group in GROUPS:
+        assert outage.committed(group) == {
+            p: outage.checkpoints[(group, outage.remote_topic, p)].downstream_offset
+            for p in range(PARTITIONS)
+        }, group
+
+    health = outage.rows("cluster_health")
+    assert {(r["cluster"], r["role"], r["reachable"]) for r in health} == {
+        (SOURCE_ALIAS, "source", False),
+        (TARGET_ALIAS, "target", True),
+    }
+    dead = next(r for r in health if not r["reachable"])
+    assert dead["error"]
+    assert dead["probe_seconds"] <= CLUSTER_TIMEOUT_MS / 1000 + 5
+
+
+def test_source_dead_between_refreshes_keeps_gold_and_adds_new_checkpoints(outage: Outage) -> None:
+    both_up = outage.cli("pipeline", "run", *outage.cluster_flags())
+    assert both_up.returncode == 0, both_up.stdout[-4000:]
+    before_latest = {_key(r): r for r in outage.rows("latest_offsets")}
+    before_history = outage.rows("offset_history")
+    assert {r["method"] for r in before_history} == {"checkpoint", "offset_sync"}
+
+    group, partition = GROUPS[0], 0
+    old = outage.checkpoints[(group, outage.remote_topic, partition)]
+    newer = Checkpoint(group, old.topic, partition, old.upstream_offset + 4, old.downstream_offset + 4, "")
+    with outage.source_paused():
+        _write_checkpoint(outage, newer)
+        started = time.monotonic()
+        dead = outage.cli("pipeline", "run", *outage.cluster_flags())
+        seconds = time.monotonic() - started
+    assert dead.returncode == 0, dead.stdout[-4000:]
+    print(f"\nrefresh with the source dead: {seconds:.1f}s")  # shown with -s
+    assert seconds < DEAD_SOURCE_REFRESH_BUDGET_S
+
+    after_latest = {_key(r): r for r in outage.rows("latest_offsets")}
+    after_history = outage.rows("offset_history")
+    assert set(before_latest) <= set(after_latest)
+    assert len(after_history) > len(before_history)
+    assert {_history_key(r) for r in before_history} <= {_history_key(r) for r in after_history}
+    newest = after_latest[(SOURCE_ALIAS, group, outage.remote_topic, partition)]
+    assert (newest["upstream_offset"], newest["downstream_offset"]) == (
+        newer.upstream_offset,
+        newer.downstream_offset,
+    )
+    latest_check = max(
+        (r for r in outage.rows("cluster_health") if r["cluster"] == SOURCE_ALIAS),
+        key=lambda r: r["checked_at"],
+    )
+    assert latest_check["reachable"] is False
+    outage.checkpoints[(group, outage.remote_topic, partition)] = newer
+
+
+def test_apply_needs_only_the_target(outage: Outage) -> None:
+    group = GROUPS[0]
+    with outage.source_paused():
+        run = outage.cli("apply", "--target", outage.target)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"cluster {SOURCE_ALIAS} (source): UNREACHABLE" in run.stdout
+    assert outage.committed(group)[0] == outage.checkpoints[(group, outage.remote_topic, 0)].downstream_offset
+
+
+def test_a_refresh_interrupted_by_sigterm_leaves_gold_as_it_was(outage: Outage) -> None:
+    before = sorted(map(_key, outage.rows("latest_offsets")))
+    history = len(outage.rows("offset_history"))
+    assert before
+    process = subprocess.Popen(
+        [sys.executable, "-m", "offsetlake.cli", "pipeline", "run", *outage.cluster_flags()],
+        env={**os.environ, HOME_ENV: str(outage.home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:  # until the gold flows are being rewritten
+        lines.append(line)
+        if "latest_offsets" in line and "RUNNING" in line:
+            break
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, "".join(lines) + output
+    assert "interrupted by SIGTERM" in output
+    assert _processes_using(outage.home) == []
+    assert sorted(map(_key, outage.rows("latest_offsets"))) == before
+    assert len(outage.rows("offset_history")) == history
+
+
+def test_apply_with_nothing_fresh_enough_fails_and_says_why(outage: Outage) -> None:
+    time.sleep(2)
+    stale = outage.cli("apply", "--target", outage.target, "--max-age", "1s")
+    assert stale.returncode == 1, stale.stdout[-3000:] + stale.stderr[-3000:]
+    assert "every selected translation is older than --max-age" in stale.stderr
+    dry = outage.cli("plan", "--target", outage.target, "--max-age", "1s")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "skip_stale" in dry.stdout
+    nothing_selected = outage.cli("apply", "--target", outage.target, "--groups", "no-such-group")
+    assert nothing_selected.returncode == 0
+    assert "no gold offsets match the selection" in nothing_selected.stdout
+
+
+def test_apply_on_an_empty_gold_fails_and_says_why(outage: Outage, tmp_path: Path) -> None:
+    empty = subprocess.run(
+        [sys.executable, "-m", "offsetlake.cli", "apply", "--target", outage.target],
+        env={**os.environ, HOME_ENV: str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    assert empty.returncode == 1, empty.stdout + empty.stderr
+    assert "no translation in gold" in empty.stderr
+
+
+def _write_checkpoint(outage: Outage, checkpoint: Checkpoint) -> None:
+    key, value = encode_checkpoint(checkpoint)
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    produce(outage.target, outage.simulator.settings.checkpoints_topic, [(key, value, now_ms)])
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str, str, int]:
+    return (row["source_cluster"], row["consumer_group"], row["topic"], row["partition"])
+
+
+def _history_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (*_key(row), row["method"], row["downstream_offset"], row["valid_from"])
+
+
+def _processes_using(home: Path) -> list[str]:
+    """Command lines of live processes that mention ``home`` (the pipeline's spec lives there)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = next(
+                line for line in (proc / "status").read_text().splitlines() if line.startswith("State:")
+            )
+        except (OSError, StopIteration):
+            continue
+        if str(home) in cmdline and "zombie" not in state:
+            found.append(cmdline)
+    return found
