@@ -207,9 +207,22 @@ def test_the_plan_has_one_sorted_row_per_group_partition() -> None:
     assert [row.key for row in plan] == [("billing", "orders", 0), KEY, ("orders-app", "orders", 1)]
 
 
-def test_a_negative_gold_offset_is_an_error() -> None:
-    with pytest.raises(PlanError, match="negative downstream offset"):
-        build_plan([gold(-1)], target(), Guards(reference_time=NOW))
+@pytest.mark.parametrize(
+    ("poison", "reason"),
+    [
+        (gold(-1), "negative translated offset -1"),
+        (gold(5, group=""), "empty consumer group id"),
+        (gold(5, topic=""), "empty topic name"),
+        (gold(5, partition=-1), "negative partition -1"),
+    ],
+)
+def test_a_row_that_cannot_be_a_kafka_position_is_skipped_alone(poison: GoldOffset, reason: str) -> None:
+    state = target(states={"orders-app": "Empty", "billing": "Empty"})
+    plan = build_plan([poison, gold(7, group="billing")], state, Guards(reference_time=NOW))
+    by_action = {row.action: row for row in plan}
+    assert set(by_action) == {Action.SKIP_INVALID, Action.APPLY}
+    assert by_action[Action.SKIP_INVALID].reason == f"not a valid Kafka position in gold: {reason}"
+    assert not Action.SKIP_INVALID.alters
 
 
 def test_selection_includes_and_excludes_whole_names() -> None:

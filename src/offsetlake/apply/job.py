@@ -37,6 +37,7 @@ from offsetlake.apply.planner import (
     Selection,
     TargetState,
     build_plan,
+    invalid_reason,
     marker_source_millis,
     refused_by_active_policy,
     select_offsets,
@@ -212,7 +213,7 @@ def _run(
     try:
         target = read_target_state(
             admin,
-            {offset.key for offset in offsets},
+            {offset.key for offset in offsets if invalid_reason(offset) is None},
             timeout_s=request.timeout_s,
             concurrency=request.concurrency,
         )

@@ -35,6 +35,7 @@ class Action(StrEnum):
     SKIP_MISSING_TOPIC = "skip_missing_topic"
     SKIP_STALE = "skip_stale"
     SKIP_CONFLICT = "skip_conflict"
+    SKIP_INVALID = "skip_invalid"
 
     @property
     def alters(self) -> bool:
@@ -182,11 +183,45 @@ def select_offsets(offsets: Iterable[GoldOffset], selection: Selection) -> list[
 def build_plan(offsets: Sequence[GoldOffset], target: TargetState, guards: Guards) -> list[PlanRow]:
     """One row per (group, topic, partition), sorted, each with its action and the reason for it."""
     by_key: dict[GroupPartition, list[GoldOffset]] = defaultdict(list)
+    invalid: list[PlanRow] = []
     for offset in offsets:
-        if offset.downstream_offset < 0:
-            raise PlanError(f"negative downstream offset in gold: {offset}")
-        by_key[offset.key].append(offset)
-    return [_plan_partition(key, candidates, target, guards) for key, candidates in sorted(by_key.items())]
+        reason = invalid_reason(offset)
+        if reason is None:
+            by_key[offset.key].append(offset)
+        else:
+            invalid.append(_invalid_row(offset, reason))
+    rows = [_plan_partition(key, candidates, target, guards) for key, candidates in sorted(by_key.items())]
+    return sorted(invalid, key=lambda row: row.key) + rows
+
+
+def invalid_reason(offset: GoldOffset) -> str | None:
+    """Why a gold row cannot be a Kafka position (it is then skipped alone, never the whole run)."""
+    if not offset.consumer_group:
+        return "empty consumer group id"
+    if not offset.topic:
+        return "empty topic name"
+    if offset.partition < 0:
+        return f"negative partition {offset.partition}"
+    if offset.downstream_offset < 0:
+        return f"negative translated offset {offset.downstream_offset}"
+    return None
+
+
+def _invalid_row(offset: GoldOffset, reason: str) -> PlanRow:
+    return PlanRow(
+        source_cluster=offset.source_cluster,
+        consumer_group=offset.consumer_group,
+        topic=offset.topic,
+        partition=offset.partition,
+        translated_offset=offset.downstream_offset,
+        planned_offset=None,
+        current_offset=None,
+        action=Action.SKIP_INVALID,
+        reason=f"not a valid Kafka position in gold: {reason}",
+        source_timestamp=offset.source_timestamp,
+        method=offset.method,
+        last_observed_at=offset.observed_at or offset.source_timestamp,
+    )
 
 
 def refused_by_active_policy(plan: Sequence[PlanRow], guards: Guards) -> list[str]:

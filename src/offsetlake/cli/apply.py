@@ -20,6 +20,7 @@ from offsetlake.cli.options import (
     parse_duration,
     parse_method_precedence,
     parse_positive_seconds,
+    parse_regex,
     parse_timestamp,
     positive_int,
 )
@@ -100,10 +101,14 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         help="with --as-of: which translation method wins among those current at that time, as the "
         f"pipeline's offsetlake.method.precedence (default: {','.join(METHODS)})",
     )
-    parser.add_argument("--groups", default=".*", help="regex of consumer groups to include (default: all)")
-    parser.add_argument("--exclude-groups", help="regex of consumer groups to leave alone")
-    parser.add_argument("--topics", default=".*", help="regex of target topics to include (default: all)")
-    parser.add_argument("--exclude-topics", help="regex of target topics to leave alone")
+    parser.add_argument(
+        "--groups", type=parse_regex, default=".*", help="regex of consumer groups to include (default: all)"
+    )
+    parser.add_argument("--exclude-groups", type=parse_regex, help="regex of consumer groups to leave alone")
+    parser.add_argument(
+        "--topics", type=parse_regex, default=".*", help="regex of target topics to include (default: all)"
+    )
+    parser.add_argument("--exclude-topics", type=parse_regex, help="regex of target topics to leave alone")
     parser.add_argument(
         "--allow-rewind",
         action="store_true",

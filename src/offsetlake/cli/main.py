@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from offsetlake.cli import apply, failover, pipeline
 from offsetlake.cli.context import Context
@@ -20,8 +21,15 @@ EXIT_USAGE = UsageError.exit_code
 EXIT_INTERRUPTED = 130
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A bad flag is one line (``offsetlake apply: error: ...``) and exit 2, not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(UsageError.exit_code, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="offsetlake",
         description="Kafka consumer-group offset translation and failover.",
     )

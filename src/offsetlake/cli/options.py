@@ -53,6 +53,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+def parse_regex(text: str) -> str:
+    """A regex that must match whole names; compiled now, and never empty (an empty pattern would
+    silently mean "no filter" for an exclude flag)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty pattern is not allowed: leave the flag out instead")
+    try:
+        re.compile(text)
+    except re.error as error:
+        raise argparse.ArgumentTypeError(f"invalid regex {text!r}: {error}") from None
+    return text
+
+
 def parse_source(text: str) -> clusters.ClusterEndpoint:
     try:
         return clusters.parse_source(text)

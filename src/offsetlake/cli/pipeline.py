@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from offsetlake.cli.options import add_cluster_options
 from offsetlake.config import local_home
 from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.pipeline.runner import local_settings, run_pipeline
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings, SourceCluster
 from offsetlake.secrets import PROPERTIES_ENV, kafka_options_from_properties
 
 
@@ -49,6 +50,10 @@ def settings_from_args(args: argparse.Namespace, home: Path) -> PipelineSettings
         key, sep, value = assignment.partition("=")
         if not sep or not key.startswith("offsetlake."):
             raise InvalidValueError(f"--set wants offsetlake.KEY=VALUE, got {assignment!r}")
+        if key not in ALL_KEYS:
+            nearest = difflib.get_close_matches(key, ALL_KEYS, n=1)
+            hint = f"; did you mean {nearest[0]}?" if nearest else f"; known keys: {', '.join(ALL_KEYS)}"
+            raise InvalidValueError(f"--set: unknown setting {key!r}{hint}")
         conf[key] = value
     return PipelineSettings.from_mapping(conf)
 
