@@ -8,7 +8,7 @@ from offsetlake.cli import render
 from offsetlake.cli.apply import add_apply_options, request_from_args
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
-from offsetlake.cli.pipeline import kafka_properties, settings_from_args
+from offsetlake.cli.pipeline import add_set_option, kafka_properties, settings_from_args
 from offsetlake.config import local_home
 from offsetlake.failover import DEFAULT_REFRESH_TIMEOUT_S, FailoverRequest, run_failover
 
@@ -36,12 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     failover.add_argument(
         "--no-refresh", action="store_true", help="skip the refresh: fail over from gold as it is now"
     )
-    failover.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a pipeline setting for the refresh, e.g. --set offsetlake.cluster.timeout.ms=10000",
-    )
+    add_set_option(failover)
     failover.set_defaults(handler=handle_failover)
 
 

@@ -25,12 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_cluster_options(run, sources=True)
     run.add_argument("--full-refresh", action="store_true", help="reset every table and recompute from Kafka")
-    run.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a pipeline setting, e.g. --set offsetlake.replication.separator=_",
-    )
+    add_set_option(run)
     run.set_defaults(handler=handle_run)
 
     sql = subparsers.add_parser("sql", help="query the local pipeline tables (schema offsetlake)")
@@ -40,6 +35,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     sql.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     sql.set_defaults(handler=handle_sql)
+
+
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set offsetlake.KEY=VALUE`` (repeatable): a pipeline setting, checked by settings_from_args."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a pipeline setting, e.g. --set offsetlake.cluster.timeout.ms=10000",
+    )
 
 
 def settings_from_args(args: argparse.Namespace, home: Path) -> PipelineSettings:
