@@ -5,21 +5,32 @@ same work runs twice, on disjoint group names: once with the concurrent executor
 group at a time, and the ratio is printed. Gold offsets are built in memory (no Spark), so the
 figures are those of the Kafka side: reading the target, planning, altering and reading back.
 
-Usage: .venv/bin/python benchmarks/bench_apply.py [--groups 5000] [--concurrency 16]
+Then the target stops answering: ``--stall-groups`` groups (default 300) are applied with
+``--stall-timeout`` seconds per request (default 5) two at a time, and the broker is paused
+(SIGSTOP, resumed with SIGCONT afterwards) once the 30th group is committed. Printed per round:
+seconds from the pause to the executor's return, and the outcomes; then the median. Goal (issue
+"one bad row never blocks a failover"): about two request timeouts, never one timeout per group.
+
+Usage: .venv/bin/python benchmarks/bench_apply.py [--groups 5000] [--concurrency 16] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
+import signal
+import statistics
 import tempfile
+import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsetlake.apply.executor import Outcome, execute_plan
@@ -85,7 +96,9 @@ def gold_offsets(prefix: str, groups: int, topics: list[str], now: datetime) -> 
     ]
 
 
-def run(admin: AdminClient, offsets: list[GoldOffset], concurrency: int) -> Figures:
+def run(bootstrap: str, offsets: list[GoldOffset], concurrency: int) -> Figures:
+    admin_config = {"bootstrap.servers": bootstrap}
+    admin = AdminClient(admin_config)
     started = time.perf_counter()
     target = read_target_state(
         admin, {offset.key for offset in offsets}, timeout_s=TIMEOUT_S, concurrency=concurrency
@@ -100,7 +113,9 @@ def run(admin: AdminClient, offsets: list[GoldOffset], concurrency: int) -> Figu
         raise RuntimeError(f"benchmark plan has unexpected actions {unexpected}")
 
     started = time.perf_counter()
-    results = execute_plan(admin, plan, run_id="bench", timeout_s=TIMEOUT_S, concurrency=concurrency)
+    results = execute_plan(
+        lambda: AdminClient(admin_config), plan, run_id="bench", timeout_s=TIMEOUT_S, concurrency=concurrency
+    ).results
     apply_s = time.perf_counter() - started
     verified = sum(result.outcome is Outcome.APPLIED for result in results)
     if verified != len(results):
@@ -119,12 +134,56 @@ def report(label: str, figures: Figures) -> None:
     )
 
 
+def stall(
+    bootstrap: str, broker_pid: int, offsets: list[GoldOffset], timeout_s: float
+) -> tuple[float, Counter[str]]:
+    """Seconds from pausing the target mid-apply to the executor's return, and the outcomes."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    target = read_target_state(admin, {offset.key for offset in offsets}, timeout_s=TIMEOUT_S, concurrency=4)
+    plan = build_plan(offsets, target, Guards(reference_time=datetime.now(UTC)))
+    watched = sorted({offset.consumer_group for offset in offsets})[30]
+    paused_at: list[float] = []
+    watcher_admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def pause_when_committed() -> None:
+        topic = next(offset.topic for offset in offsets if offset.consumer_group == watched)
+        request = ConsumerGroupTopicPartitions(watched, [TopicPartition(topic, 0)])
+        while True:
+            listed = watcher_admin.list_consumer_group_offsets([request])[watched].result(timeout=TIMEOUT_S)
+            if any(tp.offset >= 0 for tp in listed.topic_partitions):
+                os.kill(broker_pid, signal.SIGSTOP)
+                paused_at.append(time.monotonic())
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=pause_when_committed, daemon=True)
+    watcher.start()
+    try:
+        execution = execute_plan(
+            lambda: AdminClient({"bootstrap.servers": bootstrap}),
+            plan,
+            run_id="bench-stall",
+            timeout_s=timeout_s,
+            concurrency=2,
+        )
+        returned_at = time.monotonic()
+        watcher.join(timeout=5)
+    finally:
+        os.kill(broker_pid, signal.SIGCONT)
+    if not paused_at:
+        raise RuntimeError("the apply finished before the target was paused; use more --stall-groups")
+    return returned_at - paused_at[0], Counter(result.outcome.value for result in execution.results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--groups", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--stall-groups", type=int, default=300)
+    parser.add_argument("--stall-timeout", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
     options = parser.parse_args()
 
     with (
@@ -136,14 +195,29 @@ def main() -> None:
         topics = prepare_topics(bootstrap)
         ready_s = time.perf_counter() - started
         print(f"target {bootstrap}: {TOPICS} topics x {PARTITIONS} partitions ready in {ready_s:.1f} s")
-        admin = AdminClient({"bootstrap.servers": bootstrap})
         now = datetime.now(UTC)
         concurrent = run(
-            admin, gold_offsets("bench-concurrent", options.groups, topics, now), options.concurrency
+            bootstrap, gold_offsets("bench-concurrent", options.groups, topics, now), options.concurrency
         )
         report(f"concurrent ({options.concurrency} at once)", concurrent)
-        sequential = run(admin, gold_offsets("bench-sequential", options.groups, topics, now), 1)
+        sequential = run(bootstrap, gold_offsets("bench-sequential", options.groups, topics, now), 1)
         report("sequential (1 at a time)", sequential)
+        broker_pid = pair.target.pid
+        if broker_pid is None:
+            raise RuntimeError("the local target broker has no PID to pause")
+        stalls = []
+        for round_number in range(options.rounds):
+            stalled = gold_offsets(f"bench-stall-{round_number}", options.stall_groups, topics, now)
+            seconds, outcomes = stall(bootstrap, broker_pid, stalled, options.stall_timeout)
+            stalls.append(seconds)
+            print(
+                f"target paused mid-apply (round {round_number + 1}): returned {seconds:.1f} s after the "
+                f"pause (--timeout {options.stall_timeout:g}); outcomes {dict(sorted(outcomes.items()))}"
+            )
+        print(
+            f"median {statistics.median(stalls):.1f} s from pause to return = "
+            f"{statistics.median(stalls) / options.stall_timeout:.1f} request timeouts"
+        )
     print(f"speed-up concurrent / sequential: {concurrent.groups_per_s / sequential.groups_per_s:.1f}x")
     print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 

@@ -55,6 +55,10 @@ class StopSignalError(OffsetlakeError):
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
         self.signum = signum
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Rebuilt from the signal number (copy, pickle), not from the message it may have gained.
+        return (type(self), (self.signum,), self.__dict__)
+
     @property
     def exit_code(self) -> int:  # type: ignore[override]
         return 128 + self.signum

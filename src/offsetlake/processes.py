@@ -3,7 +3,9 @@
 ``spark-pipelines`` starts a tree: the pipelines JVM, a Spark Connect server JVM, Python workers.
 Each child runs in its own session (process group), and whatever ends the run (its exit, a
 deadline, an exception, SIGINT/SIGTERM) the whole group is terminated and waited for: SIGTERM
-first, SIGKILL after a grace period.
+first, SIGKILL after a grace period. A command interrupted by a signal also ends every other
+process it started (the local Spark JVM of ``plan``/``apply``, the demo's brokers) the same way,
+found by walking ``/proc`` from its own PID.
 """
 
 from __future__ import annotations
@@ -18,28 +20,55 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from offsetlake.errors import StopSignalError
 
 DEFAULT_GRACE_S = 10.0
+_T = TypeVar("_T")
+
+
+@dataclass
+class ReceivedSignal:
+    """The stop signal received inside :func:`interruptible`, if any.
+
+    Code that catches every exception (py4j turns one raised inside a Spark call into its own
+    Py4JError) can hide the StopSignalError; callers check this to know the run was interrupted.
+    """
+
+    signum: int | None = None
 
 
 @contextmanager
-def interruptible() -> Iterator[None]:
+def interruptible() -> Iterator[ReceivedSignal]:
     """SIGINT and SIGTERM raise StopSignalError (in the main thread), so ``finally`` blocks run."""
+    received = ReceivedSignal()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
     def handler(signum: int, _frame: object) -> None:
+        received.signum = signum
         raise StopSignalError(signum)
 
     previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield received
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def call_interruptibly(work: Callable[[], _T]) -> _T:
+    """``work()`` inside :func:`interruptible`; a StopSignalError that a library turned into an
+    error of its own (py4j does) is raised as the StopSignalError it was."""
+    with interruptible() as received:
+        try:
+            return work()
+        except Exception as error:
+            if received.signum is not None and not isinstance(error, StopSignalError):
+                raise StopSignalError(received.signum) from error
+            raise
 
 
 @dataclass(frozen=True)
@@ -114,6 +143,94 @@ def terminate_group(process: subprocess.Popen[str], *, grace_s: float = DEFAULT_
     process.wait()
 
 
+def terminate_descendants(*, grace_s: float = DEFAULT_GRACE_S) -> list[int]:
+    """SIGTERM every live descendant of this process, SIGKILL what is left after ``grace_s``, and
+    reap the direct children; returns the PIDs that were signalled."""
+    pids = descendants(os.getpid())
+    for pid in pids:
+        _signal_pid(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(_pid_alive(pid) for pid in pids):
+        _reap_children()
+        time.sleep(0.1)
+    for pid in pids:
+        if _pid_alive(pid):
+            _signal_pid(pid, signal.SIGKILL)
+    _reap_children()
+    return pids
+
+
+def descendants(root: int) -> list[int]:
+    """Live (non-zombie) descendants of ``root``, from /proc; parents before their children."""
+    children: dict[int, list[int]] = {}
+    for pid, entry in _process_table().items():
+        if entry.state != "Z":
+            children.setdefault(entry.ppid, []).append(pid)
+    found: list[int] = []
+    frontier = [root]
+    while frontier:
+        pid = frontier.pop()
+        for child in children.get(pid, []):
+            found.append(child)
+            frontier.append(child)
+    return found
+
+
+@dataclass(frozen=True)
+class _ProcEntry:
+    state: str
+    ppid: int
+    pgrp: int
+
+
+def _process_table() -> dict[int, _ProcEntry]:
+    """Every process /proc shows (empty where there is no /proc)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return {}
+    table = {}
+    for entry in proc.iterdir():
+        if entry.name.isdigit() and (read := _read_entry(entry)) is not None:
+            table[int(entry.name)] = read
+    return table
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent PID of a live process, from /proc (None if it is gone or there is no /proc)."""
+    entry = _read_entry(Path(f"/proc/{pid}"))
+    return entry.ppid if entry is not None else None
+
+
+def _read_entry(directory: Path) -> _ProcEntry | None:
+    try:
+        # /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may contain spaces.
+        fields = (directory / "stat").read_text().rsplit(")", 1)[1].split()
+        return _ProcEntry(fields[0], int(fields[1]), int(fields[2]))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    entry = _process_table().get(pid)
+    return entry is not None and entry.state != "Z"
+
+
+def _signal_pid(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
+
+
+def _reap_children() -> None:
+    """Collect exited direct children (other code may already have waited for them)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _reap(process: subprocess.Popen[str]) -> None:
     # A leader that exited stays a zombie (and the group "alive") until waited for.
     process.poll()
@@ -128,20 +245,9 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not Path("/proc").is_dir():
         return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            # /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may contain spaces.
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+    return any(entry.pgrp == pgid and entry.state != "Z" for entry in _process_table().values())
 
 
 def _signal_group(pgid: int, signum: int) -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 from offsetlake.cli import render
 from offsetlake.clusters import CLUSTERS_FILE
 from offsetlake.config import local_home
+from offsetlake.errors import StopSignalError
+from offsetlake.processes import call_interruptibly, terminate_descendants
 from offsetlake_dev.demo import handle_demo
 from offsetlake_dev.local_cluster import (
     ClusterState,
@@ -65,12 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """SIGINT/SIGTERM unwind the command (the demo stops its clusters and pipeline), then every
+    process it started is ended; the exit status is 130/143."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args))
-    except KeyboardInterrupt:
-        print("offsetlake_dev: interrupted", file=sys.stderr)
-        return 130
+        return int(call_interruptibly(lambda: args.handler(args)))
+    except StopSignalError as error:
+        print(f"offsetlake_dev {args.command}: {error}", file=sys.stderr)
+        terminate_descendants()
+        return error.exit_code
 
 
 def _up(args: argparse.Namespace) -> int:

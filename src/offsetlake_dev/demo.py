@@ -37,7 +37,7 @@ from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import ActiveGroupPolicy
 from offsetlake.cli import render
 from offsetlake.config import HOME_ENV, local_home
-from offsetlake.errors import OffsetlakeError, UsageError
+from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
 from offsetlake.pipeline.runner import run_pipeline
@@ -142,6 +142,8 @@ def handle_demo(home: Path | None) -> int:
     home = (home or local_home() / "demo").resolve()
     try:
         return run_demo(home, sys.stdout)
+    except StopSignalError:
+        raise
     except (OffsetlakeError, KafkaException) as error:
         # The clusters are already stopped: running_clusters stops them on the way out.
         print(f"offsetlake demo: error: {error}", file=sys.stderr)

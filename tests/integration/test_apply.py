@@ -13,9 +13,11 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -222,7 +224,14 @@ def test_plan_then_apply_handles_every_case_and_converges(
         "groups, 8 partitions: applied 5, skip_missing_topic 1, skip_stale 1, skip_would_rewind 1"
         in applied.stdout
     )
-    results = harness.audit(f"run_id = '{applied.run_id}' AND stage = 'result'")
+    every_result = harness.audit(f"run_id = '{applied.run_id}' AND stage = 'result'")
+    assert len(every_result) == 8  # one per plan row, the skipped ones included
+    assert {row["consumer_group"]: row["outcome"] for row in every_result if not row["verified"]} == {
+        ahead: "skip_would_rewind",
+        missing: "skip_missing_topic",
+        stale: "skip_stale",
+    }
+    results = [row for row in every_result if row["outcome"] == "applied"]
     assert sorted(
         (row["consumer_group"], row["partition"], row["applied_offset"]) for row in results
     ) == sorted([(empty, 0, 6), (new, 0, 4), (new, 1, 3), (clamp, 0, RECORDS_PER_PARTITION), (idle, 0, 7)])
@@ -238,7 +247,8 @@ def test_plan_then_apply_handles_every_case_and_converges(
     assert again.exit_code == 0, again
     plan_rows = harness.audit(f"run_id = '{again.run_id}'")
     assert {row["plan_action"] for row in plan_rows} == {"noop", "skip_missing_topic", "skip_stale"}
-    assert {row["stage"] for row in plan_rows} == {"plan"}
+    stages = Counter((row["stage"], row["outcome"]) for row in plan_rows if row["plan_action"] == "noop")
+    assert stages == {("plan", None): 6, ("result", "noop"): 6}
 
 
 def test_an_active_group_fails_the_run_or_is_skipped(
@@ -340,6 +350,7 @@ def test_a_run_interrupted_before_its_results_are_recorded_converges_on_rerun(
     assert [(row["run_id"], row["stage"], row["plan_action"]) for row in rows] == [
         (interrupted.run_id, "plan", "apply"),
         (rerun.run_id, "plan", "noop"),
+        (rerun.run_id, "result", "noop"),
     ]
     assert position(target_bootstrap, group, topic) == 4
 
@@ -457,13 +468,14 @@ def test_the_target_dying_mid_run_fails_clearly(
     monkeypatch.setattr(apply_job, "execute_plan", kill_broker_then_execute)
     died = harness.run("apply", "--timeout", "3", bootstrap=bootstrap)
     assert died.exit_code == ApplyStatus.FAILED, died
-    assert f"3 partitions failed on {bootstrap}" in died.stderr
+    assert "stopped early, the target stopped answering" in died.stderr
+    assert f"not_attempted 3 on {bootstrap}" in died.stderr
     for group in groups:
-        assert re.search(rf"^{group}: failed 1; error: alter failed: ", died.stdout, re.MULTILINE), (
+        assert re.search(rf"^{group}: not_attempted 1; error: not attempted: ", died.stdout, re.MULTILINE), (
             died.stdout
         )
     results = harness.audit(f"run_id = '{died.run_id}' AND stage = 'result'")
-    assert [(row["outcome"], row["verified"]) for row in results] == [("failed", False)] * 3
+    assert [(row["outcome"], row["verified"]) for row in results] == [("not_attempted", False)] * 3
 
     down = harness.run("apply", "--timeout", "3", bootstrap=bootstrap)
     assert down.exit_code == ApplyStatus.FAILED
@@ -500,3 +512,120 @@ def test_commit_metadata_names_the_run_and_guards_later_runs(
     harness.write_latest([Translation(group, topic, 8, applied_at - timedelta(minutes=1))])
     older = harness.run("apply")
     assert f"{group}: skip_stale 1" in older.stdout, older
+
+
+MANY_GROUPS = 300
+PAUSE_AFTER_GROUP = 30
+
+
+def _pause_when_committed(
+    bootstrap: str, group: str, topic: str, pid: int, act: Callable[[], None] | None = None
+) -> threading.Thread:
+    """A thread that waits until ``group`` has a committed offset, then SIGSTOPs ``pid`` (or runs ``act``)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if position(bootstrap, group, topic) is not None:
+                    (act or (lambda: os.kill(pid, signal.SIGSTOP)))()
+                    return
+            except KafkaException:
+                pass
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, name="pause-target", daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_row_is_audited(
+    harness: ApplyHarness,
+    own_target_broker: tuple[str, subprocess.Popen[bytes]],
+    unique_name: Callable[[str], str],
+) -> None:
+    bootstrap, broker = own_target_broker
+    topic = filled_topic(bootstrap, unique_name("paused"))
+    groups = sorted(f"{unique_name('paused-app')}-{index:03d}" for index in range(MANY_GROUPS))
+    harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
+    timeout_s = 5.0
+    watcher = _pause_when_committed(bootstrap, groups[PAUSE_AFTER_GROUP], topic, broker.pid)
+    try:
+        started = time.monotonic()
+        stopped = harness.run(
+            "apply", "--timeout", f"{timeout_s:g}", "--concurrency", "2", bootstrap=bootstrap
+        )
+        seconds = time.monotonic() - started
+        watcher.join(timeout=1)
+        assert stopped.exit_code == ApplyStatus.FAILED, stopped
+        assert "stopped early, the target stopped answering" in stopped.stderr, stopped
+        # About two request timeouts after the pause, plus writing the audit: never 300 timeouts.
+        assert seconds < 120, seconds
+        results = harness.audit(f"run_id = '{stopped.run_id}' AND stage = 'result'")
+        assert len(results) == MANY_GROUPS
+        outcomes = Counter(row["outcome"] for row in results)
+        assert set(outcomes) <= {"applied", "not_attempted", "unknown", "verify_failed"}, outcomes
+        assert outcomes["applied"] >= PAUSE_AFTER_GROUP
+        assert outcomes["not_attempted"] > MANY_GROUPS // 3, outcomes  # no new group after the pause
+        assert all(row["error"] for row in results if row["outcome"] != "applied")
+    finally:
+        os.kill(broker.pid, signal.SIGCONT)
+
+    rerun = harness.run("apply", "--timeout", "10", bootstrap=bootstrap)
+    assert rerun.exit_code == ApplyStatus.OK, rerun
+    assert {position(bootstrap, group, topic) for group in groups} == {4}
+    rerun_results = harness.audit(f"run_id = '{rerun.run_id}' AND stage = 'result'")
+    assert {row["outcome"] for row in rerun_results} <= {"applied", "noop"}
+    assert len(rerun_results) == MANY_GROUPS
+
+
+def test_sigterm_during_apply_records_a_result_for_every_planned_row(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("interrupted"))
+    groups = sorted(f"{unique_name('interrupted-app')}-{index:03d}" for index in range(120))
+    harness.write_latest([Translation(group, topic, 3, minutes_ago(1)) for group in groups])
+    watcher = _pause_when_committed(
+        target_bootstrap, groups[10], topic, 0, act=lambda: os.kill(os.getpid(), signal.SIGTERM)
+    )
+    interrupted = harness.run("apply", "--concurrency", "1")
+    watcher.join(timeout=1)
+    assert interrupted.exit_code == 128 + signal.SIGTERM, interrupted
+    assert "interrupted by SIGTERM" in interrupted.stderr
+    match = re.search(r"run (\S+): ", interrupted.stderr)
+    assert match, interrupted.stderr
+    results = harness.audit(f"run_id = '{match.group(1)}' AND stage = 'result'")
+    assert len(results) == len(groups)
+    outcomes = Counter(row["outcome"] for row in results)
+    assert set(outcomes) <= {"applied", "not_attempted", "unknown"}, outcomes
+    assert outcomes["applied"] >= 10 and outcomes["not_attempted"] > 0, outcomes
+
+    rerun = harness.run("apply")
+    assert rerun.exit_code == ApplyStatus.OK, rerun
+    assert {position(target_bootstrap, group, topic) for group in groups} == {3}
+
+
+def test_poison_rows_in_gold_are_skipped_alone_and_audited(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("poisoned"), partitions=2)
+    good = [unique_name("good-app") for _ in range(2)]
+    fresh = minutes_ago(1)
+    poison = {
+        "": Translation("", topic, 2, fresh),
+        unique_name("negative-partition"): Translation("placeholder", topic, 2, fresh, partition=-1),
+        unique_name("negative-offset"): Translation("placeholder", topic, -1, fresh),
+    }
+    rows = [Translation(group, topic, 5, fresh) for group in good]
+    rows += [replace(row, group=name) if name else row for name, row in poison.items()]
+    harness.write_latest(rows)
+
+    applied = harness.run("apply")
+    assert applied.exit_code == ApplyStatus.OK, applied
+    assert {position(target_bootstrap, group, topic) for group in good} == {5}
+    results = harness.audit(f"run_id = '{applied.run_id}' AND stage = 'result'")
+    by_group = {row["consumer_group"]: row for row in results}
+    assert {group: by_group[group]["outcome"] for group in good} == dict.fromkeys(good, "applied")
+    for name in poison:
+        assert by_group[name]["outcome"] == "skip_invalid", by_group[name]
+        assert by_group[name]["reason"].startswith("not a valid Kafka position in gold: ")

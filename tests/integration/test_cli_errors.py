@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -9,15 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake.cli.main import EXIT_USAGE, main
+from offsetlake.cli.main import EXIT_USAGE, run_command
 from offsetlake.clusters import START_HINT
-from offsetlake_dev.local_cluster import running_clusters
+from offsetlake.config import HOME_ENV
+from offsetlake_dev.local_cluster import LOOPBACK, running_clusters
+from tests.integration.test_apply import LATEST_DDL
+from tests.process_helpers import alive, descendants_once_java_runs
 
 
 def test_missing_local_clusters_is_a_clear_usage_error(
     offsetlake_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["pipeline", "run"]) == EXIT_USAGE
+    assert run_command(["pipeline", "run"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("offsetlake: no local clusters recorded")
     assert START_HINT in err
@@ -30,7 +36,7 @@ def test_a_bad_pipeline_setting_is_a_clear_usage_error(
 ) -> None:
     # Settings are checked before Spark starts; the local clusters only have to be recorded.
     with running_clusters(offsetlake_home, preferred_ports=None):
-        code = main(["pipeline", "run", "--set", "offsetlake.replication.policy=bogus"])
+        code = run_command(["pipeline", "run", "--set", "offsetlake.replication.policy=bogus"])
     err = capsys.readouterr().err
     assert code == EXIT_USAGE
     assert err.startswith("offsetlake: ")
@@ -77,9 +83,108 @@ def test_operator_mistakes_are_one_line_within_seconds(
 def test_a_bad_query_prints_the_spark_error_class_not_a_traceback(
     offsetlake_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["sql", "SELEC 1"]) == EXIT_USAGE
+    assert run_command(["sql", "SELEC 1"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("offsetlake: [PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'")
     assert "Traceback" not in err
-    assert main(["sql", "SELECT * FROM no_such_table"]) == EXIT_USAGE
+    assert run_command(["sql", "SELECT * FROM no_such_table"]) == EXIT_USAGE
     assert "[TABLE_OR_VIEW_NOT_FOUND]" in capsys.readouterr().err
+
+
+# Writes one gold translation into the home's warehouse, then holds the home's local Spark (and
+# so its Derby metastore) until stdin closes: a second process on the home, as an operator has.
+GOLD_WRITER = f"""
+import sys
+from datetime import UTC, datetime
+from offsetlake.pipeline.local_spark import get_local_spark, stop_local_spark
+spark = get_local_spark()
+row = ("us-east", "billing", "us-east.orders", 0, 5, 105, "checkpoint", "", datetime.now(UTC), 60, False)
+spark.createDataFrame([row], {LATEST_DDL!r}).write.mode("overwrite").saveAsTable("offsetlake.latest_offsets")
+print("ready", flush=True)
+sys.stdin.read()
+stop_local_spark()
+"""
+
+
+def _offsetlake(*argv: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "offsetlake.cli", *argv],
+        env={**os.environ, HOME_ENV: str(home)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.spark
+def test_a_busy_home_names_its_holder_and_an_unreachable_target_is_one_line(tmp_path: Path) -> None:
+    target = f"{LOOPBACK}:{_closed_port()}"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", GOLD_WRITER],
+        env={**os.environ, HOME_ENV: str(tmp_path)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        started = time.monotonic()
+        busy = _offsetlake("plan", "--target", target, home=tmp_path)
+        seconds = time.monotonic() - started
+        assert busy.returncode == 1, busy.stderr
+        assert busy.stderr.startswith(f"offsetlake plan: error: local home {tmp_path} is in use by process ")
+        assert f"(process {holder.pid})" in busy.stderr or f"process {holder.pid} (" in busy.stderr
+        assert len(busy.stderr.strip().splitlines()) == 1, busy.stderr
+        assert seconds < 5, f"{seconds:.1f}s"
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+
+    unreachable = _offsetlake("plan", "--target", target, "--timeout", "3", home=tmp_path)
+    assert unreachable.returncode == 1, unreachable.stderr
+    lines = unreachable.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"offsetlake plan: error: target cluster {target}: "), lines
+    assert "Traceback" not in unreachable.stderr
+    ours = [line for line in lines if line.startswith("offsetlake")]  # the rest is the JVM's banner
+    assert len(ours) == 2, lines  # the client's first line about the problem, then the error
+    assert "Connect to" in ours[0]
+
+    # --verbose lets every client line through: tests/unit/test_client_logging.py (one JVM less here).
+
+
+@pytest.mark.spark
+def test_sigterm_to_plan_ends_its_spark_and_leaves_no_process(tmp_path: Path) -> None:
+    target = f"{LOOPBACK}:{_closed_port()}"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", GOLD_WRITER],
+        env={**os.environ, HOME_ENV: str(tmp_path)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdin is not None and writer.stdout is not None
+    assert writer.stdout.readline().strip() == "ready"
+    writer.stdin.close()
+    writer.wait(timeout=60)
+
+    plan = subprocess.Popen(
+        [sys.executable, "-m", "offsetlake.cli", "plan", "--target", target, "--timeout", "60"],
+        env={**os.environ, HOME_ENV: str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen = descendants_once_java_runs(plan.pid)  # then it reads gold, or waits for the target
+    plan.send_signal(signal.SIGTERM)
+    _, err = plan.communicate(timeout=60)
+    assert plan.returncode == 128 + signal.SIGTERM, err
+    assert "offsetlake plan: interrupted by SIGTERM" in err
+    assert [pid for pid in seen if alive(pid)] == []

@@ -7,10 +7,14 @@ Spark session on a private warehouse, which must not collide with this session's
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from tests.process_helpers import alive, descendants_once_java_runs
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -79,3 +83,26 @@ def test_progress_lines_show_elapsed_seconds(demo_run: subprocess.CompletedProce
     steps = [line for line in _lines(demo_run) if line.startswith("[")]
     assert len(steps) >= 10
     assert all(line[1:8].strip().endswith("s") for line in steps)
+
+
+def test_sigterm_during_the_demo_ends_every_process_it_started(tmp_path: Path) -> None:
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "offsetlake_dev", "demo"],
+        env={**os.environ, "OFFSETLAKE_HOME": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert demo.stdout is not None
+    lines = []
+    for line in demo.stdout:  # until the pipeline starts: brokers, spark-pipelines and its JVMs
+        lines.append(line)
+        if "running the pipeline" in line:
+            break
+    seen = descendants_once_java_runs(demo.pid, settle_s=5)
+    demo.send_signal(signal.SIGTERM)
+    out, err = demo.communicate(timeout=120)
+    assert demo.returncode == 128 + signal.SIGTERM, "".join(lines) + out + err
+    assert "offsetlake_dev demo: interrupted by SIGTERM" in err
+    assert len(seen) >= 4, seen  # two brokers, spark-pipelines and its JVM at least
+    assert [pid for pid in seen if alive(pid)] == []

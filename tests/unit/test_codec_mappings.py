@@ -19,7 +19,9 @@ from offsetlake.codecs.mappings import (
 )
 
 OFFSETS = st.integers(0, (1 << 63) - 1)
-TOPICS = st.text(min_size=1, max_size=30)
+TOPICS = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", min_size=1, max_size=30
+).filter(lambda t: t not in (".", ".."))
 offset_mappings = st.builds(OffsetMapping, TOPICS, OFFSETS, OFFSETS, TOPICS, OFFSETS, OFFSETS)
 SAMPLE = OffsetMapping("orders", 0, 41, "us-east.orders", 0, 40)
 SAMPLE_VALUE = {
@@ -80,6 +82,29 @@ def test_unknown_fields_are_ignored() -> None:
             "k2k-json-v1 key: (topic, partition, offset) ('orders', 0, 42) disagrees with the value's",
         ),
         (b'{"topic":"other","partition":0,"offset":41}', _value(), "disagrees"),
+        # Well-formed JSON naming no real Kafka topic (codecs/semantics.py), checked after the key.
+        (
+            None,
+            _value(sourceTopic="zähler"),
+            "k2k-json-v1 value: sourceTopic 'zähler' is not a valid Kafka topic name "
+            "(only ASCII letters, digits, '.', '_' and '-')",
+        ),
+        (
+            None,
+            _value(targetTopic=".."),
+            "k2k-json-v1 value: targetTopic '..' is not a valid Kafka topic name",
+        ),
+        (
+            None,
+            _value(targetTopic="t" * 250),
+            "targetTopic is 250 characters long, more than Kafka's maximum",
+        ),
+        (None, _value(sourceTopic="a b", targetTopic="."), "k2k-json-v1 value: sourceTopic 'a b' is not"),
+        (
+            b'{"topic":"a b","partition":0,"offset":42}',
+            _value(sourceTopic="a b"),
+            "k2k-json-v1 key: (topic, partition, offset) ('a b', 0, 42) disagrees",
+        ),
     ],
 )
 def test_malformed_mappings_raise_codec_error(key: bytes | None, value: bytes | None, message: str) -> None:
@@ -93,6 +118,13 @@ def test_encoding_rejects_what_decoding_would() -> None:
         encode_k2k_json_v1(OffsetMapping("a", 0, 0, "b", 0, -5))
     with pytest.raises(CodecError, match=r"sourceTopic must be a non-empty JSON string"):
         encode_k2k_json_v1(OffsetMapping("", 0, 0, "b", 0, 0))
+
+
+def test_encoding_leaves_topic_names_to_the_decoder() -> None:
+    """Fixtures and tests need to write meaningless mappings; only decoding judges topic names."""
+    key, value = encode_k2k_json_v1(OffsetMapping("a b", 0, 0, "b", 0, 0))
+    with pytest.raises(CodecError, match=r"^k2k-json-v1 value: sourceTopic 'a b' is not a valid Kafka"):
+        _decode(key, value)
 
 
 def test_registry_lists_and_names_known_formats() -> None:

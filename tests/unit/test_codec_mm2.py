@@ -24,15 +24,26 @@ from offsetlake.codecs.mm2 import (
     encode_heartbeat,
     encode_offset_sync,
 )
+from offsetlake.codecs.semantics import CHECKPOINT_RULES, HEARTBEAT_RULES, OFFSET_SYNC_RULES, first_error
 
+TOPIC_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
 # Any Unicode text (surrogates excluded: they cannot be UTF-8), short enough to keep examples fast.
 TEXT = st.text(max_size=40)
+# What a real position holds (codecs/semantics.py).
+PARTITIONS = st.integers(0, (1 << 31) - 1)
+OFFSETS = st.integers(0, (1 << 63) - 1)
+NAMES = st.text(min_size=1, max_size=40)
+TOPICS = st.text(alphabet=TOPIC_ALPHABET, min_size=1, max_size=249).filter(lambda t: t not in (".", ".."))
 
-checkpoints = st.builds(Checkpoint, TEXT, TEXT, INT32, INT64, INT64, TEXT)
-offset_syncs = st.builds(OffsetSync, TEXT, INT32, INT64, INT64)
-heartbeats = st.builds(Heartbeat, TEXT, TEXT, INT64)
+checkpoints = st.builds(Checkpoint, NAMES, TOPICS, PARTITIONS, OFFSETS, OFFSETS, TEXT)
+offset_syncs = st.builds(OffsetSync, TOPICS, PARTITIONS, OFFSETS, OFFSETS)
+heartbeats = st.builds(Heartbeat, NAMES, NAMES, INT64)
+# Anything the wire format can carry, meaningful or not.
+any_checkpoints = st.builds(Checkpoint, TEXT, TEXT, INT32, INT64, INT64, TEXT)
+any_offset_syncs = st.builds(OffsetSync, TEXT, INT32, INT64, INT64)
+any_heartbeats = st.builds(Heartbeat, TEXT, TEXT, INT64)
 
 Codec = tuple[Callable[[Any], tuple[bytes, bytes]], Callable[[bytes | None, bytes | None], Any]]
 CODECS: dict[str, Codec] = {
@@ -91,9 +102,72 @@ def test_heartbeat_roundtrip_and_size(heartbeat: Heartbeat) -> None:
     assert decode_heartbeat(key, value) == heartbeat
 
 
+RULES = {"checkpoint": CHECKPOINT_RULES, "offset sync": OFFSET_SYNC_RULES, "heartbeat": HEARTBEAT_RULES}
+
+
+@pytest.mark.parametrize(
+    ("name", "records"),
+    [("checkpoint", any_checkpoints), ("offset sync", any_offset_syncs), ("heartbeat", any_heartbeats)],
+)
+@given(data=st.data())
+def test_any_encodable_record_decodes_to_itself_or_to_its_meaning_error(
+    name: str, records: st.SearchStrategy[Any], data: st.DataObject
+) -> None:
+    """The wire round trip holds for every value (negatives, any text); meaning is judged after it."""
+    encode, decode = CODECS[name]
+    record = data.draw(records)
+    meaning_error = first_error(RULES[name], vars(record))
+    if meaning_error is None:
+        assert decode(*encode(record)) == record
+    else:
+        with pytest.raises(CodecError) as caught:
+            decode(*encode(record))
+        assert str(caught.value) == meaning_error
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (Checkpoint("", "t", 0, 0, 0, ""), "checkpoint key: group is empty"),
+        (Checkpoint("g", "", 0, 0, 0, ""), "checkpoint key: topic is empty"),
+        (Checkpoint("g", "a b", -1, 0, 0, ""), "checkpoint key: topic 'a b' is not a valid Kafka topic name"),
+        (Checkpoint("g", "t", -1, -5, -7, ""), "checkpoint key: partition -1 is negative"),
+        (Checkpoint("g", "t", 0, -5, -7, ""), "checkpoint value: upstreamOffset -5 is negative"),
+        (Checkpoint("g", "t", 0, 5, -(1 << 63), ""), f"checkpoint value: offset {-(1 << 63)} is negative"),
+        (OffsetSync("..", 0, 0, 0), "offset sync key: topic '..' is not a valid Kafka topic name"),
+        (OffsetSync("t" * 250, 0, 0, 0), "offset sync key: topic is 250 characters long"),
+        (OffsetSync("t", -3, 0, 0), "offset sync key: partition -3 is negative"),
+        (OffsetSync("t", 0, -1, -1), "offset sync value: upstreamOffset -1 is negative"),
+        (OffsetSync("t", 0, 0, -1), "offset sync value: offset -1 is negative"),
+        (Heartbeat("", "", 0), "heartbeat key: sourceClusterAlias is empty"),
+        (Heartbeat("a", "", 0), "heartbeat key: targetClusterAlias is empty"),
+    ],
+)
+def test_meaningless_records_are_codec_errors_first_failure_in_wire_order(record: Any, message: str) -> None:
+    name = {Checkpoint: "checkpoint", OffsetSync: "offset sync", Heartbeat: "heartbeat"}[type(record)]
+    encode, decode = CODECS[name]
+    with pytest.raises(CodecError) as caught:
+        decode(*encode(record))
+    assert str(caught.value).startswith(message)
+
+
+def test_byte_errors_win_over_meaning_errors() -> None:
+    """All bytes are read before any meaning rule, so a bad value beats an empty group in the key."""
+    key, value = encode_checkpoint(Checkpoint("", "t", -1, -1, -1, ""))
+    with pytest.raises(CodecError, match=r"^checkpoint value: 1 trailing byte"):
+        decode_checkpoint(key, value + b"\x00")
+    with pytest.raises(CodecError, match=r"^checkpoint key: group is empty$"):
+        decode_checkpoint(key, value)
+
+
+def test_heartbeat_timestamp_is_not_judged() -> None:
+    heartbeat = Heartbeat("a", "b", -1)
+    assert decode_heartbeat(*encode_heartbeat(heartbeat)) == heartbeat
+
+
 @pytest.mark.parametrize("length", [0, 1, 32767])
 def test_checkpoint_string_boundary_lengths_roundtrip(length: int) -> None:
-    checkpoint = Checkpoint("g" * length, "t", 0, 0, 0, "m" * length)
+    checkpoint = Checkpoint("g" * max(length, 1), "t", 0, 0, 0, "m" * length)
     assert decode_checkpoint(*encode_checkpoint(checkpoint)) == checkpoint
 
 

@@ -67,6 +67,27 @@ def test_required_cases_are_present() -> None:
         "connect-offset-tombstone",
         "connect-offset-bad-json-key",
         "k2k-mapping-bad-json",
+        # Well-formed bytes, but no real Kafka position (codecs/semantics.py).
+        "checkpoint-empty-group",
+        "checkpoint-empty-topic",
+        "checkpoint-topic-with-space",
+        "checkpoint-topic-dot-dot",
+        "checkpoint-topic-250-chars",
+        "checkpoint-topic-trailing-newline",
+        "checkpoint-negative-partition",
+        "checkpoint-negative-upstream",
+        "checkpoint-negative-downstream",
+        "checkpoint-byte-error-before-meaning",
+        "offset-sync-negative-partition",
+        "offset-sync-negative-upstream",
+        "offset-sync-negative-downstream",
+        "offset-sync-topic-with-slash",
+        "connect-offset-negative-partition",
+        "connect-offset-negative-offset",
+        "connect-offset-invalid-topic",
+        "k2k-mapping-invalid-target-topic",
+        "k2k-mapping-non-ascii",
+        "heartbeat-empty-source-alias",
     }
     assert required <= ids
 

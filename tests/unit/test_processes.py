@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -73,3 +75,35 @@ def test_sigterm_raises_after_the_tree_is_stopped() -> None:
     assert raised.value.exit_code == 128 + signal.SIGTERM
     assert not _alive(pids[0])
     assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
+
+
+# A command that starts a child in a session of its own (as the demo starts a broker) and a child
+# that ignores SIGTERM (so only SIGKILL ends it), then ends all its descendants as `main` does
+# after a signal, and prints what it signalled.
+ENDS_ITS_DESCENDANTS = (
+    "import json, subprocess, sys, time\n"
+    "from offsetlake.processes import descendants, terminate_descendants\n"
+    "sleeper = [sys.executable, '-c', 'import time; time.sleep(600)']\n"
+    "stubborn = [sys.executable, '-c', 'import signal, time; signal.signal(signal.SIGTERM, "
+    "signal.SIG_IGN); print(1, flush=True); time.sleep(600)']\n"
+    "tree = subprocess.Popen([sys.executable, '-c', " + repr(TREE) + ", '600'], stdout=subprocess.PIPE)\n"
+    "grandchild = int(tree.stdout.readline())\n"
+    "detached = subprocess.Popen(sleeper, start_new_session=True)\n"
+    "deaf = subprocess.Popen(stubborn, stdout=subprocess.PIPE)\n"
+    "deaf.stdout.readline()\n"
+    "before = sorted(descendants(__import__('os').getpid()))\n"
+    "signalled = sorted(terminate_descendants(grace_s=1))\n"
+    "print(json.dumps({'before': before, 'signalled': signalled, 'grandchild': grandchild}))\n"
+)
+
+
+def test_terminate_descendants_ends_every_process_the_command_started() -> None:
+    # In a process of its own: here it would end this test session's Spark and brokers.
+    done = subprocess.run(
+        [sys.executable, "-c", ENDS_ITS_DESCENDANTS], capture_output=True, text=True, timeout=60, check=True
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(report["before"]) == 4  # tree, its grandchild, the detached and the deaf child
+    assert report["grandchild"] in report["before"]
+    assert report["signalled"] == report["before"]
+    assert not any(_alive(pid) for pid in report["before"])

@@ -1,9 +1,10 @@
 """The ``apply_audit`` table: every plan row and every result, queryable beside the gold tables.
 
-A run appends its plan rows (stage ``plan``) before altering anything and its results (stage
-``result``) afterwards. If a run dies in between, its plan is still visible, and the rerun finds
-the target already at the planned offsets and converges to ``noop``. The verified results are
-also the memory of what was applied: a later run refuses translations older than those.
+A run appends its plan rows (stage ``plan``) before altering anything and, for every plan row, a
+result (stage ``result``) afterwards, also when it stopped early or was interrupted. If a run dies
+in between anyway (SIGKILL), its plan is still visible, and the rerun finds the target already at
+the planned offsets and converges to ``noop``. The verified results are also the memory of what
+was applied: a later run refuses translations older than those.
 """
 
 from __future__ import annotations
@@ -93,17 +94,23 @@ def plan_records(plan: Sequence[PlanRow], run: RunInfo) -> list[tuple[Any, ...]]
     ]
 
 
-def result_records(results: Sequence[PartitionResult], run: RunInfo) -> list[tuple[Any, ...]]:
+def result_records(
+    plan: Sequence[PlanRow], results: Sequence[PartitionResult], run: RunInfo
+) -> list[tuple[Any, ...]]:
+    """One result row per plan row: the executor's outcome for an altering row; for any other row
+    the outcome is its action (``noop``, ``skip_stale`` ...), which is all that happened to it."""
+    by_key = {result.row.key: result for result in results}
+    recorded_at = datetime.now(UTC)
     return [
         _record(
             run,
             stage=Stage.RESULT,
-            row=result.row,
-            action=result.row.action.value,
-            result=result,
-            recorded_at=result.finished_at,
+            row=row,
+            action=row.action.value,
+            result=by_key.get(row.key),
+            recorded_at=by_key[row.key].finished_at if row.key in by_key else recorded_at,
         )
-        for result in results
+        for row in plan
     ]
 
 
@@ -161,7 +168,7 @@ def _record(
         result.outcome is Outcome.APPLIED if result else None,
         action,
         row.action.value,
-        result.outcome.value if result else None,
+        result.outcome.value if result else (row.action.value if stage is Stage.RESULT else None),
         row.reason,
         result.error if result else None,
         row.records_reread,

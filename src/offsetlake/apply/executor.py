@@ -1,15 +1,31 @@
 """Carries out a plan: alter offsets per group with bounded concurrency, then read them back.
 
-Each group is handled on its own: an error in one group (it became active, the broker timed out)
+Each group is handled on its own: an error in one group (it became active, an alter was refused)
 is recorded for that group and never stops the others. Right before altering, the group's state
 is read again, because a consumer may have joined since planning and Tansu, unlike Apache Kafka,
 does not reject commits to a group with members.
+
+The run as a whole fails fast. When the target stops answering (a request times out, the
+transport fails), when the overall deadline passes, or when the process is asked to stop
+(SIGINT/SIGTERM), no new group is started; groups in flight get about two request timeouts to
+finish and are then abandoned. Every altering row still gets exactly one result: ``applied``,
+``verify_failed``, ``failed``, ``skipped_active_group``, ``not_attempted`` (no alter was sent),
+or ``unknown`` (an alter was sent and not answered: the target may or may not hold it; a rerun
+reads the target again and converges).
+
+Each worker thread has its own AdminClient and drops it the moment a request on it goes
+unanswered: librdkafka (up to at least 2.16) aborts the whole process when a late answer reaches a
+timed-out group request of a live client (librdkafka issue #4605), which would lose the audit of
+this very run when the target comes back. A dropped client never sees that answer.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -18,9 +34,14 @@ from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply.planner import SAFE_GROUP_STATES, PlanRow, commit_marker
 from offsetlake.apply.target_state import read_group_states
+from offsetlake.errors import StopSignalError
 from offsetlake.kafka import admin as kafka_admin
-from offsetlake.kafka.admin import GroupActiveError, KafkaAdminError
+from offsetlake.kafka.admin import ClusterUnresponsiveError, GroupActiveError, KafkaAdminError
+from offsetlake.kafka.client_logging import flush_client_logs
 from offsetlake.positions import CommittedOffset
+
+ABANDON_AFTER_TIMEOUTS = 2
+"""Groups in flight when the run stops get this many request timeouts to finish."""
 
 
 class Outcome(StrEnum):
@@ -28,6 +49,8 @@ class Outcome(StrEnum):
     VERIFY_FAILED = "verify_failed"
     SKIPPED_ACTIVE_GROUP = "skipped_active_group"
     FAILED = "failed"
+    NOT_ATTEMPTED = "not_attempted"
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -44,75 +67,232 @@ class PartitionResult:
         return self.outcome is Outcome.APPLIED
 
 
+@dataclass(frozen=True)
+class Execution:
+    """One result per altering plan row, in plan order, and why the run stopped early, if it did."""
+
+    results: tuple[PartitionResult, ...]
+    stopped_because: str | None = None
+    interrupted: StopSignalError | None = None
+    """Set when SIGINT/SIGTERM stopped the run: the caller records the results, then re-raises it."""
+
+
+class _ClientPerWorker:
+    """One AdminClient per worker thread, created on first use, dropped when it stops answering."""
+
+    def __init__(self, new_client: Callable[[], AdminClient]) -> None:
+        self._new_client = new_client
+        self._local = threading.local()
+
+    def get(self) -> AdminClient:
+        client: AdminClient | None = getattr(self._local, "client", None)
+        if client is None:
+            client = self._new_client()
+            self._local.client = client
+        return client
+
+    def drop(self) -> None:
+        client: AdminClient | None = getattr(self._local, "client", None)
+        self._local.client = None
+        if client is not None:
+            flush_client_logs(client)
+
+
+@dataclass
+class _GroupProgress:
+    """What a worker has done so far, readable by the coordinator when it abandons the group."""
+
+    alter_sent: bool = False
+
+
+@dataclass(frozen=True)
+class _GroupOutcome:
+    results: list[PartitionResult]
+    unresponsive: str | None = None
+    """The target did not answer one of this group's requests (the message), else None."""
+
+
 def execute_plan(
-    admin: AdminClient,
+    new_client: Callable[[], AdminClient],
     plan: Sequence[PlanRow],
     *,
     run_id: str,
     timeout_s: float,
     concurrency: int,
-) -> list[PartitionResult]:
-    """Alter and verify every altering row of ``plan``; one result per such row, in plan order."""
+    deadline: float | None = None,
+) -> Execution:
+    """Alter and verify every altering row of ``plan``; ``new_client`` makes a target AdminClient;
+    ``deadline`` is a ``time.monotonic()`` value after which no new group starts."""
+    clients = _ClientPerWorker(new_client)
     rows_by_group: dict[str, list[PlanRow]] = defaultdict(list)
     for row in plan:
         if row.action.alters:
             rows_by_group[row.consumer_group].append(row)
-    per_group = kafka_admin.run_bounded(
-        lambda group: _apply_group(admin, group, rows_by_group[group], run_id, timeout_s),
-        sorted(rows_by_group),
-        concurrency,
+    progress = {group: _GroupProgress() for group in rows_by_group}
+    stopping = threading.Event()
+    finished: dict[str, list[PartitionResult]] = {}
+    in_flight: dict[Future[_GroupOutcome], str] = {}
+    pending = iter(sorted(rows_by_group))
+    stopped_because: str | None = None
+    interrupted: StopSignalError | None = None
+    abandon_at = float("inf")
+
+    def stop(reason: str) -> None:
+        nonlocal stopped_because, abandon_at
+        if stopped_because is None:
+            stopped_because = reason
+            abandon_at = time.monotonic() + ABANDON_AFTER_TIMEOUTS * timeout_s
+            stopping.set()
+
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="apply")
+    try:
+        while True:
+            while stopped_because is None and len(in_flight) < concurrency:
+                group = next(pending, None)
+                if group is None:
+                    break
+                future = pool.submit(
+                    _apply_group,
+                    clients,
+                    rows_by_group[group],
+                    run_id=run_id,
+                    timeout_s=timeout_s,
+                    progress=progress[group],
+                    stopping=stopping,
+                )
+                in_flight[future] = group
+            if not in_flight:
+                break
+            wait_until = abandon_at if stopped_because else (deadline or float("inf"))
+            done, _ = wait(in_flight, timeout=_seconds_until(wait_until), return_when=FIRST_COMPLETED)
+            for future in done:
+                group = in_flight.pop(future)
+                outcome = future.result()
+                finished[group] = outcome.results
+                if outcome.unresponsive:
+                    stop(f"the target stopped answering ({outcome.unresponsive})")
+            if not done:
+                if stopped_because:
+                    break  # abandon what is still in flight
+                stop("the overall deadline passed")
+    except StopSignalError as error:
+        interrupted = error
+        stop(str(error))
+    finally:
+        # Abandoned workers end within one request timeout (each step checks ``stopping``); they are
+        # waited for so that no request is still in flight when the caller lets the client go
+        # (librdkafka 2.16 can abort the process on a late answer to a destroyed admin request).
+        # After SIGINT/SIGTERM nobody waits: the process is on its way out.
+        pool.shutdown(wait=interrupted is None, cancel_futures=True)
+
+    for group, rows in rows_by_group.items():
+        if group not in finished:
+            finished[group] = _abandoned(rows, progress[group], stopped_because or "the run stopped")
+    results = {result.row.key: result for results in finished.values() for result in results}
+    return Execution(
+        results=tuple(results[row.key] for row in plan if row.key in results),
+        stopped_because=stopped_because,
+        interrupted=interrupted,
     )
-    results = {result.row.key: result for results in per_group.values() for result in results}
-    return [results[row.key] for row in plan if row.key in results]
+
+
+def _abandoned(rows: list[PlanRow], progress: _GroupProgress, reason: str) -> list[PartitionResult]:
+    if progress.alter_sent:
+        return _all(rows, Outcome.UNKNOWN, f"alter sent, no answer before the run stopped: {reason}")
+    return _all(rows, Outcome.NOT_ATTEMPTED, f"not attempted: {reason}")
 
 
 def _apply_group(
-    admin: AdminClient, group: str, rows: list[PlanRow], run_id: str, timeout_s: float
-) -> list[PartitionResult]:
+    clients: _ClientPerWorker,
+    rows: list[PlanRow],
+    *,
+    run_id: str,
+    timeout_s: float,
+    progress: _GroupProgress,
+    stopping: threading.Event,
+) -> _GroupOutcome:
+    outcome = _apply_group_with(
+        clients.get(), rows, run_id=run_id, timeout_s=timeout_s, progress=progress, stopping=stopping
+    )
+    if outcome.unresponsive:
+        clients.drop()
+    return outcome
+
+
+def _apply_group_with(
+    admin: AdminClient,
+    rows: list[PlanRow],
+    *,
+    run_id: str,
+    timeout_s: float,
+    progress: _GroupProgress,
+    stopping: threading.Event,
+) -> _GroupOutcome:
+    group = rows[0].consumer_group
     try:
         state = read_group_states(admin, [group], timeout_s=timeout_s)[group]
-        if state not in SAFE_GROUP_STATES:
-            return _all(rows, Outcome.SKIPPED_ACTIVE_GROUP, f"group became {state} before the alter")
+    except ClusterUnresponsiveError as error:
+        return _GroupOutcome(_all(rows, Outcome.NOT_ATTEMPTED, f"not attempted: {error}"), str(error))
+    except KafkaAdminError as error:
+        return _GroupOutcome(_all(rows, Outcome.FAILED, f"group state read failed: {error}"))
+    if state not in SAFE_GROUP_STATES:
+        return _GroupOutcome(
+            _all(rows, Outcome.SKIPPED_ACTIVE_GROUP, f"group became {state} before the alter")
+        )
+    if stopping.is_set():
+        return _GroupOutcome(_all(rows, Outcome.NOT_ATTEMPTED, "not attempted: the run was stopping"))
+
+    progress.alter_sent = True
+    try:
         alter_errors = _alter(admin, group, rows, run_id, timeout_s)
     except GroupActiveError as error:
-        return _all(rows, Outcome.SKIPPED_ACTIVE_GROUP, str(error))
+        return _GroupOutcome(_all(rows, Outcome.SKIPPED_ACTIVE_GROUP, str(error)))
+    except ClusterUnresponsiveError as error:
+        return _GroupOutcome(_all(rows, Outcome.UNKNOWN, f"alter sent, no answer: {error}"), str(error))
     except KafkaAdminError as error:
-        return _all(rows, Outcome.FAILED, f"alter failed: {error}")
+        return _GroupOutcome(_all(rows, Outcome.FAILED, f"alter failed: {error}"))
 
+    if stopping.is_set():
+        return _GroupOutcome(_unverified(rows, alter_errors, "the run was stopping"))
     try:
         read_back = kafka_admin.list_committed_offsets(
             admin, group, [(row.topic, row.partition) for row in rows], timeout_s=timeout_s
         )
     except KafkaAdminError as error:
-        read_back_error = f"altered, but the read-back failed: {error}"
-        return [
-            _result(row, Outcome.VERIFY_FAILED, row.planned_offset, None, read_back_error)
-            if (row.topic, row.partition) not in alter_errors
-            else _result(row, Outcome.FAILED, None, None, alter_errors[(row.topic, row.partition)])
-            for row in rows
-        ]
+        unresponsive = str(error) if isinstance(error, ClusterUnresponsiveError) else None
+        return _GroupOutcome(_unverified(rows, alter_errors, f"the read-back failed: {error}"), unresponsive)
+    return _GroupOutcome([_verified(row, alter_errors, read_back) for row in rows])
 
-    results = []
-    for row in rows:
-        key = (row.topic, row.partition)
-        if key in alter_errors:
-            results.append(_result(row, Outcome.FAILED, None, None, alter_errors[key]))
-            continue
-        committed = read_back.get(key)
-        offset = committed.offset if committed is not None else None
-        if offset == row.planned_offset:
-            results.append(_result(row, Outcome.APPLIED, row.planned_offset, offset, None))
-        else:
-            results.append(
-                _result(
-                    row,
-                    Outcome.VERIFY_FAILED,
-                    row.planned_offset,
-                    offset,
-                    f"read back {offset} after setting {row.planned_offset}",
-                )
-            )
-    return results
+
+def _verified(
+    row: PlanRow, alter_errors: dict[tuple[str, int], str], read_back: dict[tuple[str, int], CommittedOffset]
+) -> PartitionResult:
+    key = (row.topic, row.partition)
+    if key in alter_errors:
+        return _result(row, Outcome.FAILED, None, None, alter_errors[key])
+    committed = read_back.get(key)
+    offset = committed.offset if committed is not None else None
+    if offset == row.planned_offset:
+        return _result(row, Outcome.APPLIED, row.planned_offset, offset, None)
+    return _result(
+        row,
+        Outcome.VERIFY_FAILED,
+        row.planned_offset,
+        offset,
+        f"read back {offset} after setting {row.planned_offset}",
+    )
+
+
+def _unverified(
+    rows: list[PlanRow], alter_errors: dict[tuple[str, int], str], why: str
+) -> list[PartitionResult]:
+    """The alter was answered but not read back: accepted partitions are ``verify_failed``."""
+    return [
+        _result(row, Outcome.FAILED, None, None, alter_errors[(row.topic, row.partition)])
+        if (row.topic, row.partition) in alter_errors
+        else _result(row, Outcome.VERIFY_FAILED, row.planned_offset, None, f"altered, not verified: {why}")
+        for row in rows
+    ]
 
 
 def _alter(
@@ -137,3 +317,7 @@ def _result(
     row: PlanRow, outcome: Outcome, applied: int | None, read_back: int | None, error: str | None
 ) -> PartitionResult:
     return PartitionResult(row, outcome, applied, read_back, error, datetime.now(UTC))
+
+
+def _seconds_until(moment: float) -> float | None:
+    return None if moment == float("inf") else max(0.0, moment - time.monotonic())

@@ -6,16 +6,20 @@ verifies it. The command line, the demo and the Databricks job task all call thi
 is printed is decided by the caller from the result (offsetlake.cli.render).
 
 Status: ``OK`` when everything planned was applied and verified (skips are not failures),
-``FAILED`` when anything failed (an alter, a read-back, or writing the results to the audit),
+``FAILED`` when anything failed (an alter, a read-back, or writing the results to the audit), or
+the run stopped early because the target stopped answering or the overall deadline passed,
 ``REFUSED`` when the ``fail`` active-group policy fired: up front, before anything was altered,
 or for a group that became active during the run (the others were applied). Errors before any
-plan exists (gold, the target, settings) are raised as OffsetlakeError, secrets masked.
+plan exists (gold, the target, settings) are raised as OffsetlakeError, secrets masked. SIGINT or
+SIGTERM during the alters still records a result for every planned row, then raises.
 """
 
 from __future__ import annotations
 
 import os
+import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -46,6 +50,7 @@ from offsetlake.apply.target_state import read_target_state
 from offsetlake.clusters import read_local_clusters
 from offsetlake.errors import OffsetlakeError
 from offsetlake.kafka.admin import KafkaAdminError, describe_error
+from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA
 from offsetlake.pipeline.precedence import METHODS
 from offsetlake.secrets import (
@@ -63,6 +68,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_AGE = timedelta(hours=1)
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_DEADLINE_S = 600.0
 
 
 class ApplyStatus(IntEnum):
@@ -90,6 +96,8 @@ class ApplyRequest:
     secret_scope: str | None = None
     concurrency: int = DEFAULT_CONCURRENCY
     timeout_s: float = DEFAULT_TIMEOUT_S
+    deadline_s: float | None = DEFAULT_DEADLINE_S
+    """No new group is started this many seconds after the run began (None: no overall deadline)."""
     kafka_properties: Path | None = None
     """A Java properties file of Kafka client settings (local runs); values are masked like secrets."""
 
@@ -170,6 +178,7 @@ def _run(
     request: ApplyRequest, *, config: dict[str, str], scrubber: SecretScrubber, spark: SparkSession
 ) -> ApplyResult:
     started_at = datetime.now(UTC)
+    started = time.monotonic()
     run_info = audit.RunInfo(
         run_id=f"{started_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}",
         mode=audit.Mode.DRY_RUN if request.dry_run else audit.Mode.APPLY,
@@ -209,7 +218,7 @@ def _run(
     if not offsets:
         return result
 
-    admin = AdminClient(config)
+    admin = AdminClient(with_client_logger(config))
     try:
         target = read_target_state(
             admin,
@@ -218,6 +227,7 @@ def _run(
             concurrency=request.concurrency,
         )
     except KafkaAdminError as error:
+        flush_client_logs(admin)
         raise KafkaAdminError(f"target cluster {bootstrap}: {error}") from error
     guards = Guards(
         reference_time=request.as_of or started_at,
@@ -254,25 +264,47 @@ def _run(
             ),
         )
 
-    results = tuple(
-        execute_plan(
-            admin,
-            plan,
-            run_id=run_info.run_id,
-            timeout_s=request.timeout_s,
-            concurrency=request.concurrency,
-        )
+    execution = execute_plan(
+        lambda: AdminClient(with_client_logger(config)),
+        plan,
+        run_id=run_info.run_id,
+        timeout_s=request.timeout_s,
+        concurrency=request.concurrency,
+        deadline=None if request.deadline_s is None else started + request.deadline_s,
     )
+    flush_client_logs(admin)
+    results = execution.results
     done = replace(planned, results=results)
     try:
-        audit.append_audit(spark, audit_table, _scrubbed(audit.result_records(results, run_info), scrubber))
+        audit.append_audit(
+            spark, audit_table, _scrubbed(audit.result_records(plan, results, run_info), scrubber)
+        )
     except Exception as error:
+        if execution.interrupted:
+            raise execution.interrupted from error
         return replace(
             done,
             status=ApplyStatus.FAILED,
             problems=(
                 f"run {run_info.run_id}: offsets were altered but the results could not be written to "
                 f"{audit_table}: {scrubber.scrub(str(error))}; rerun the same command to converge",
+            ),
+        )
+    if execution.interrupted:
+        raise execution.interrupted.rewritten(
+            lambda message: (
+                f"{message}; run {run_info.run_id}: {_tally(results)} (every row recorded "
+                f"in {audit_table}); rerun the same command to converge"
+            )
+        )
+    if execution.stopped_because:
+        return replace(
+            done,
+            status=ApplyStatus.FAILED,
+            problems=(
+                f"run {run_info.run_id}: stopped early, {execution.stopped_because}: {_tally(results)} "
+                f"on {bootstrap} (every row recorded in {audit_table}); rerun the same command when the "
+                "target answers: it reads the target again and converges",
             ),
         )
 
@@ -291,6 +323,11 @@ def _run(
             problems=(f"run {run_info.run_id}: groups became active during the run and were not altered",),
         )
     return done
+
+
+def _tally(results: Sequence[PartitionResult]) -> str:
+    counts = Counter(result.outcome.value for result in results)
+    return ", ".join(f"{outcome} {count}" for outcome, count in sorted(counts.items()))
 
 
 def _all_older_than(plan: Sequence[PlanRow], max_age: timedelta | None, now: datetime) -> bool:

@@ -15,7 +15,6 @@ from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply.planner import TargetState
 from offsetlake.kafka import admin as kafka_admin
-from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.positions import GroupPartition
 
 # Kafka's own names for the group states (ConsumerGroupState in the Java client).
@@ -67,8 +66,7 @@ def read_group_states(admin: AdminClient, groups: Iterable[str], *, timeout_s: f
     """Group id -> state name (``Empty``, ``Stable`` ...; ``NotFound`` when the group does not exist)."""
     states, failures = kafka_admin.describe_group_states(admin, groups, timeout_s=timeout_s)
     if failures:
-        group, error = sorted(failures.items())[0]
-        raise KafkaAdminError(f"cannot describe group {group}: {error}")
+        raise failures[min(failures)]
     return {
         group: kafka_admin.NOT_FOUND if state is None else _STATE_NAMES.get(state, "Unknown")
         for group, state in states.items()

@@ -6,6 +6,7 @@ import argparse
 
 from offsetlake.apply.job import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_DEADLINE_S,
     DEFAULT_MAX_AGE,
     DEFAULT_TIMEOUT_S,
     ApplyRequest,
@@ -73,6 +74,7 @@ def request_from_args(args: argparse.Namespace, *, dry_run: bool) -> ApplyReques
         secret_scope=args.secret_scope,
         concurrency=args.concurrency,
         timeout_s=args.timeout,
+        deadline_s=args.deadline,
         kafka_properties=kafka_properties(args),
     )
 
@@ -151,4 +153,11 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         type=parse_positive_seconds,
         default=DEFAULT_TIMEOUT_S,
         help=f"seconds per Kafka request (default: {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=parse_positive_seconds,
+        default=DEFAULT_DEADLINE_S,
+        help="seconds after which no further group is altered; groups in flight get two --timeout "
+        f"periods to finish, the rest are recorded as not_attempted (default: {DEFAULT_DEADLINE_S:g})",
     )

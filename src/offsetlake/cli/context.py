@@ -15,3 +15,6 @@ class Context:
     err: TextIO = field(default_factory=lambda: sys.stderr)
     secrets: SecretsProvider | None = None
     """Replaces the Databricks secret scope (tests)."""
+    owns_process: bool = False
+    """The command is the process (``main``): it configures logging, and after SIGINT/SIGTERM it
+    ends every process it started. False when a test runs commands inside its own process."""

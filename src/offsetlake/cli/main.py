@@ -2,23 +2,29 @@
 
 Only the error family is caught (offsetlake.errors): a UsageError prints ``offsetlake: <message>``
 and exits 2, an ExternalError prints ``offsetlake <command>: error: <message>`` and exits 1. Any
-other exception is a bug and keeps its traceback (exit 1). Heavy imports (Spark) stay inside the
-handlers so that ``offsetlake --help`` starts fast.
+other exception is a bug and keeps its traceback (exit 1). SIGINT and SIGTERM raise StopSignalError
+wherever the command is, so its cleanups run; it exits 130/143 after ending every process it
+started. Heavy imports (Spark) stay inside the handlers so that ``offsetlake --help`` starts fast.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from offsetlake.cli import apply, failover, pipeline
 from offsetlake.cli.context import Context
-from offsetlake.errors import OffsetlakeError, UsageError
+from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
+from offsetlake.kafka.client_logging import set_verbose
+from offsetlake.pipeline.local_spark import stop_local_spark
+from offsetlake.processes import call_interruptibly, terminate_descendants
 
 EXIT_USAGE = UsageError.exit_code
 EXIT_INTERRUPTED = 130
+_LOG_HANDLER = "offsetlake-cli"
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -33,10 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="offsetlake",
         description="Kafka consumer-group offset translation and failover.",
     )
+    verbose_help = "print every Kafka client log line (default: the first line of each problem)"
+    parser.add_argument("--verbose", action="store_true", help=verbose_help)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     pipeline.register(subparsers)
     apply.register(subparsers)
     failover.register(subparsers)
+    for command in subparsers.choices.values():
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     return parser
 
 
@@ -44,8 +54,19 @@ def run_command(argv: Sequence[str] | None = None, context: Context | None = Non
     """Parse ``argv`` and run the command; returns the exit status."""
     context = context or Context()
     args = build_parser().parse_args(argv)
+    if context.owns_process:
+        _configure_logging(context, verbose=args.verbose)
+    interrupted = False
     try:
-        return int(args.handler(args, context) or 0)
+        return int(call_interruptibly(lambda: args.handler(args, context)) or 0)
+    except StopSignalError as error:
+        # Whatever was running was cut off mid-call (a Spark request among them), so the JVM and
+        # any other child are not asked politely: they are signalled and waited for.
+        interrupted = True
+        print(f"offsetlake {args.command}: {error}", file=context.err)
+        if context.owns_process:
+            terminate_descendants()
+        return error.exit_code
     except UsageError as error:
         print(f"offsetlake: {error}", file=context.err)
         return error.exit_code
@@ -55,10 +76,31 @@ def run_command(argv: Sequence[str] | None = None, context: Context | None = Non
     except KeyboardInterrupt:
         print("offsetlake: interrupted", file=context.err)
         return EXIT_INTERRUPTED
+    finally:
+        if context.owns_process and not interrupted:
+            stop_local_spark()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command(argv)
+    return run_command(argv, Context(owns_process=True))
+
+
+def _configure_logging(context: Context, *, verbose: bool) -> None:
+    """offsetlake's loggers (Kafka clients included) print ``offsetlake: <message>`` to stderr."""
+    logger = logging.getLogger("offsetlake")
+    for previous in [handler for handler in logger.handlers if handler.name == _LOG_HANDLER]:
+        logger.removeHandler(previous)  # main() called again in one process (tests)
+    handler = logging.StreamHandler(context.err)
+    handler.name = _LOG_HANDLER
+    handler.setFormatter(logging.Formatter("offsetlake: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    logger.propagate = False
+    set_verbose(verbose)
+    if not verbose:
+        # Libraries' own log lines (py4j reporting a call cut off by Ctrl-C, with its traceback)
+        # are not the operator's business; the command's error line says what happened.
+        logging.getLogger().addHandler(logging.NullHandler())
 
 
 if __name__ == "__main__":

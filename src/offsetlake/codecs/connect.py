@@ -14,6 +14,10 @@ connector's map iterates in (MM2 uses ``HashMap``, so ``partition`` comes before
 ``group``). The bytes can differ from Jackson's only where MM2 never goes: control characters
 inside strings (Python writes ``\\u001f``, Jackson ``\\u001F``) and floats in exponent form
 (``1e+20`` vs ``1.0E20``); decoding is unaffected.
+
+Once decoded, MM2's Kafka coordinates must be real (``codecs/semantics.py``): a ``topic`` string
+in the source partition must be a legal topic name, and a ``partition`` or ``offset`` integer
+must not be negative. Other connectors' keys are not judged.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from offsetlake.codecs import CodecError
 from offsetlake.codecs.json_text import parse_json
+from offsetlake.codecs.semantics import connect_offset_error
 
 
 @dataclass(frozen=True)
@@ -64,13 +69,14 @@ def decode_connect_offset(key: bytes | None, value: bytes | None) -> ConnectOffs
         raise CodecError(
             f"connect offset key: source partition must be a JSON object, got {type(partition).__name__}"
         )
-    if value is None:
-        return ConnectOffset(connector, partition, None)
-    offset = parse_json(bytes(value), "connect offset value")
+    offset = None if value is None else parse_json(bytes(value), "connect offset value")
     if offset is not None and not isinstance(offset, dict):
         raise CodecError(
             f"connect offset value: source offset must be a JSON object or null, got {type(offset).__name__}"
         )
+    error = connect_offset_error(partition, offset)
+    if error is not None:
+        raise CodecError(error)
     return ConnectOffset(connector, partition, offset)
 
 

@@ -16,7 +16,8 @@ documented K2K one):
 - key (optional, redundant): UTF-8 JSON object ``{"topic": <source topic>, "partition": <int>,
   "offset": <int>}``; when present it must agree with the value's source fields;
 - integers are JSON integers >= 0 (``true``/``false`` and floats are rejected); topics are
-  non-empty strings.
+  non-empty strings and, once the record has decoded, names Kafka accepts
+  (``codecs/semantics.py``: ``sourceTopic`` then ``targetTopic``).
 
 Anything else raises :class:`CodecError`.
 """
@@ -30,6 +31,7 @@ from typing import Any, Final
 
 from offsetlake.codecs import CodecError
 from offsetlake.codecs.json_text import parse_json
+from offsetlake.codecs.semantics import K2K_JSON_V1_RULES, first_error
 
 K2K_JSON_V1: Final = "k2k-json-v1"
 
@@ -125,6 +127,9 @@ def decode_k2k_json_v1(key: bytes | None, value: bytes | None) -> OffsetMapping:
                 f"{key_part}: (topic, partition, offset) {from_key} disagrees with the value's "
                 f"(sourceTopic, sourcePartition, sourceOffset) {from_value}"
             )
+    error = first_error(K2K_JSON_V1_RULES, vars(mapping))
+    if error is not None:
+        raise CodecError(error)
     return mapping
 
 

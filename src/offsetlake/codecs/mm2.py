@@ -20,14 +20,24 @@ written is quarantined instead of guessed at:
   any version with the V0 layout.
 - **Invalid UTF-8 is rejected.** Java would silently substitute U+FFFD.
 - A missing key or a tombstone value is an error: MM2 never writes either.
+- **The decoded record must name a real position** (``codecs/semantics.py``): legal topic
+  names, non-empty group and aliases, no negative partition or offset. MM2 never writes
+  otherwise, so such a record is an error like a byte error, checked after all bytes decoded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from offsetlake.codecs import CodecError
+from offsetlake.codecs.semantics import (
+    CHECKPOINT_RULES,
+    HEARTBEAT_RULES,
+    OFFSET_SYNC_RULES,
+    FieldRule,
+    first_error,
+)
 from offsetlake.codecs.wire import WireReader, WireWriter, require_bytes
 
 CHECKPOINT_VALUE_VERSION: Final = 0
@@ -36,6 +46,7 @@ CHECKPOINT_VALUE_FIXED_BYTES: Final = 2 + 8 + 8 + 2
 """version + upstreamOffset + offset + metadata length; the metadata bytes follow."""
 OFFSET_SYNC_VALUE_BYTES: Final = 16
 HEARTBEAT_VALUE_BYTES: Final = 10
+_Record = TypeVar("_Record")
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,14 @@ class Heartbeat:
     timestamp_ms: int
 
 
+def _meaningful(record: _Record, rules: tuple[FieldRule, ...]) -> _Record:
+    """``record`` if it passes ``rules`` (codecs/semantics.py), else CodecError with the first failure."""
+    error = first_error(rules, vars(record))
+    if error is not None:
+        raise CodecError(error)
+    return record
+
+
 def _read_version(reader: WireReader, part: str, expected: int) -> None:
     version = reader.read_int16("version")
     if version != expected:
@@ -88,7 +107,9 @@ def decode_checkpoint(key: bytes | None, value: bytes | None) -> Checkpoint:
     downstream_offset = value_reader.read_int64("offset")
     metadata = value_reader.read_string("metadata")
     value_reader.expect_end()
-    return Checkpoint(group, topic, partition, upstream_offset, downstream_offset, metadata)
+    return _meaningful(
+        Checkpoint(group, topic, partition, upstream_offset, downstream_offset, metadata), CHECKPOINT_RULES
+    )
 
 
 def encode_checkpoint(checkpoint: Checkpoint) -> tuple[bytes, bytes]:
@@ -115,7 +136,7 @@ def decode_offset_sync(key: bytes | None, value: bytes | None) -> OffsetSync:
     upstream_offset = value_reader.read_int64("upstreamOffset")
     downstream_offset = value_reader.read_int64("offset")
     value_reader.expect_end()
-    return OffsetSync(topic, partition, upstream_offset, downstream_offset)
+    return _meaningful(OffsetSync(topic, partition, upstream_offset, downstream_offset), OFFSET_SYNC_RULES)
 
 
 def encode_offset_sync(offset_sync: OffsetSync) -> tuple[bytes, bytes]:
@@ -139,7 +160,7 @@ def decode_heartbeat(key: bytes | None, value: bytes | None) -> Heartbeat:
     _read_version(value_reader, "heartbeat value", HEARTBEAT_VALUE_VERSION)
     timestamp_ms = value_reader.read_int64("timestamp")
     value_reader.expect_end()
-    return Heartbeat(source_cluster_alias, target_cluster_alias, timestamp_ms)
+    return _meaningful(Heartbeat(source_cluster_alias, target_cluster_alias, timestamp_ms), HEARTBEAT_RULES)
 
 
 def encode_heartbeat(heartbeat: Heartbeat) -> tuple[bytes, bytes]:

@@ -24,6 +24,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from offsetlake.errors import ExternalError
+from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
 from offsetlake.positions import CommittedOffset, LogBounds, TopicPartitionKey
 
 # What Apache Kafka answers when an admin commit meets a group that has members (classic and
@@ -53,6 +54,35 @@ class GroupActiveError(KafkaAdminError):
     """The broker refused an offset alter because the group has members."""
 
 
+class ClusterUnresponsiveError(KafkaAdminError):
+    """The cluster did not answer in time (timeout, transport failure, no broker up).
+
+    Apply stops starting new work when it sees one: every further request would wait its own
+    timeout for a cluster that is not answering.
+    """
+
+
+# librdkafka's and Kafka's codes for "no answer": as opposed to an answer that refused something.
+UNRESPONSIVE_ERRORS = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+    }
+)
+
+
+def admin_error(error: KafkaException | TimeoutError, message: str) -> KafkaAdminError:
+    """``message``: description as the error to raise; ClusterUnresponsiveError when nothing answered."""
+    text = f"{message}: {describe_error(error)}"
+    if isinstance(error, TimeoutError) or error_code(error) in UNRESPONSIVE_ERRORS:
+        return ClusterUnresponsiveError(text)
+    return KafkaAdminError(text)
+
+
 @dataclass(frozen=True)
 class ClusterProbe:
     """Whether a cluster answered a metadata request in time, and what the client said if not."""
@@ -66,11 +96,13 @@ def probe_cluster(config: Mapping[str, str], *, timeout_s: float) -> ClusterProb
     """Ask the cluster for its metadata once, for at most ``timeout_s`` (the error never holds
     credentials: only the Kafka client's error name and text)."""
     started = time.monotonic()
-    admin = AdminClient(dict(config))
+    admin = AdminClient(with_client_logger(config))
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as error:
         return ClusterProbe(False, describe_error(error), time.monotonic() - started)
+    finally:
+        flush_client_logs(admin)
     seconds = time.monotonic() - started
     if not metadata.brokers:
         return ClusterProbe(False, "the cluster answered without any broker", seconds)
@@ -111,14 +143,14 @@ def list_group_ids(admin: AdminClient, *, timeout_s: float) -> list[str]:
 
 def describe_group_states(
     admin: AdminClient, groups: Iterable[str], *, timeout_s: float
-) -> tuple[dict[str, ConsumerGroupState | None], dict[str, str]]:
+) -> tuple[dict[str, ConsumerGroupState | None], dict[str, KafkaAdminError]]:
     """(state per group, error per group that could not be described).
 
     A group the cluster does not know has state None (GROUP_ID_NOT_FOUND, KIP-1043).
     """
     groups = list(groups)
     states: dict[str, ConsumerGroupState | None] = {}
-    failures: dict[str, str] = {}
+    failures: dict[str, KafkaAdminError] = {}
     if not groups:
         return states, failures
     deadline = time.monotonic() + timeout_s
@@ -129,9 +161,9 @@ def describe_group_states(
             if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
                 states[group] = None
             else:
-                failures[group] = describe_error(error)
+                failures[group] = admin_error(error, f"cannot describe group {group}")
         except TimeoutError as error:
-            failures[group] = f"timed out: {error}"
+            failures[group] = admin_error(error, f"cannot describe group {group}: timed out")
     return states, failures
 
 
@@ -150,9 +182,7 @@ def list_committed_offsets(
     try:
         answer = future.result(timeout=timeout_s)
     except (KafkaException, TimeoutError) as error:
-        raise KafkaAdminError(
-            f"cannot read committed offsets of group {group}: {describe_error(error)}"
-        ) from error
+        raise admin_error(error, f"cannot read committed offsets of group {group}") from error
     return _committed(group, answer.topic_partitions or [])
 
 
@@ -254,7 +284,7 @@ def alter_committed_offsets(
             raise GroupActiveError(
                 f"the target refused the alter, group is active: {describe_error(error)}"
             ) from error
-        raise KafkaAdminError(describe_error(error)) from error
+        raise admin_error(error, f"altering group {group}") from error
     failed = [tp for tp in answer.topic_partitions if tp.error is not None]
     active = [tp for tp in failed if tp.error.code() in ACTIVE_GROUP_ERRORS]
     if active:

@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import KafkaAdminError
+from offsetlake.kafka.client_logging import with_client_logger
 
 # MM2's groups / groups.exclude defaults (MirrorCheckpointConfig).
 DEFAULT_INCLUDE = ".*"
@@ -69,7 +70,7 @@ def snapshot_group_offsets(
     """
     snapshot_time = datetime.now(UTC)
     deadline = time.monotonic() + timeout_s
-    admin = AdminClient(dict(config))
+    admin = AdminClient(with_client_logger(config))
     try:
         group_ids = kafka_admin.list_group_ids(admin, timeout_s=timeout_s)
     except KafkaAdminError as error:

@@ -20,6 +20,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from offsetlake.errors import ExternalError
+from offsetlake.kafka.client_logging import with_client_logger
 from offsetlake.kafka.offset_ranges import DataLossError, OffsetRange, report_data_loss
 
 ARROW_BATCH_ROWS = 4096
@@ -76,7 +77,9 @@ def read_offset_range(
     batch_rows: int = ARROW_BATCH_ROWS,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``offset_range`` as Arrow batches of ``arrow_schema`` (Spark's Kafka schema)."""
-    consumer = Consumer(reader_consumer_config(client_config, fail_on_data_loss=fail_on_data_loss))
+    consumer = Consumer(
+        with_client_logger(reader_consumer_config(client_config, fail_on_data_loss=fail_on_data_loss))
+    )
     builder = _BatchBuilder(offset_range.topic, offset_range.partition, arrow_schema)
     name = f"{offset_range.topic}-{offset_range.partition}"
     try:

@@ -43,6 +43,7 @@ from pyspark.sql.types import (
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
+from offsetlake.kafka.client_logging import with_client_logger
 from offsetlake.kafka.group_offsets import (
     DEFAULT_EXCLUDE,
     DEFAULT_INCLUDE,
@@ -215,7 +216,7 @@ class ClusterMetadata:
 
     def _client(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self._client_config)
+            self._admin = AdminClient(with_client_logger(self._client_config))
         return self._admin
 
 

@@ -19,6 +19,11 @@ Every decoder returns the input columns plus the decoded fields and ``decode_err
 good record, otherwise the same message the pure codec raises (checked on every fixture by
 tests/integration/test_decode_spark.py). Callers split on it into silver and quarantine, so a
 malformed record is kept with its reason and never fails the pipeline.
+
+Meaning checks (``codecs/semantics.py``: legal topic names, non-empty group, no negative
+partition or offset) come after every byte check of key and value, as in the codecs. They are
+built from the codecs' own rule tables and message templates. The topic alphabet is matched with
+``rlike`` anchored by ``\\z``: Java's ``$`` would also match before a final line break.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Final
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
+from offsetlake.codecs import semantics
 from offsetlake.codecs.mm2 import CHECKPOINT_VALUE_VERSION
 from offsetlake.pipeline.frames import add_columns
 
@@ -158,6 +164,63 @@ def _valid_utf8_prefix_bytes(text: Column) -> Column:
     return sf.octet_length(sf.substring(repaired, sf.lit(1), first_replacement - 1))
 
 
+def _non_empty(checks: _Checks, part: str, field: str, value: Column) -> None:
+    checks.add(value == "", sf.lit(semantics.empty_message(part, field)))
+
+
+def _kafka_topic(checks: _Checks, part: str, field: str, name: Column) -> None:
+    """``semantics.kafka_topic``: Kafka's ``Topic.validate`` rules in Kafka's order."""
+    checks.add(name == "", sf.lit(semantics.empty_message(part, field)))
+    checks.add(
+        name.isin(*semantics.RESERVED_TOPIC_NAMES),
+        sf.format_string(semantics.reserved_topic_template(part, field), name),
+    )
+    length = sf.length(name)  # characters (code points), like Python's len
+    checks.add(
+        length > semantics.TOPIC_MAX_LENGTH,
+        sf.format_string(semantics.long_topic_template(part, field), length),
+    )
+    checks.add(
+        ~name.rlike(f"^[{semantics.TOPIC_LEGAL_CHARACTERS}]+\\z"),
+        sf.format_string(semantics.illegal_topic_template(part, field), name),
+    )
+
+
+def _non_negative(checks: _Checks, part: str, field: str, value: Column) -> None:
+    checks.add(value < 0, sf.format_string(semantics.negative_template(part, field), value))
+
+
+_SPARK_RULES: Final = {
+    semantics.non_empty: _non_empty,
+    semantics.kafka_topic: _kafka_topic,
+    semantics.non_negative: _non_negative,
+}
+
+
+def _meaning_error(rules: Sequence[semantics.FieldRule], values: dict[str, Column]) -> Column:
+    """The first failing rule's message (``semantics.first_error``), NULL when all pass.
+
+    The decoded values are bound once, as a lambda's argument, and the rules read that variable.
+    Inlined, every rule would repeat the whole byte-parsing expression of its field (a topic is
+    read ~7 times). Over a file or table source, silver's filter on ``decode_error`` is pushed
+    below the projection, so the expression is generated again inside the filter, and the
+    whole-stage method passes the JVM's 64 KB limit. A higher-order function is not whole-stage
+    generated, so the decode projection and filter are compiled per expression instead. That
+    path splits large expressions into methods
+    (tests/integration/test_decode_spark.py::test_silver_and_quarantine_shaped_queries_compile_over_a_file_source).
+    """
+
+    def first_failure(decoded: Column) -> Column:
+        checks = _Checks()
+        for field_rule in rules:
+            check = _SPARK_RULES[field_rule.rule]
+            check(checks, field_rule.part, field_rule.field, decoded[field_rule.attribute])
+        return checks.first()
+
+    record = sf.struct(*[value.alias(name) for name, value in values.items()])
+    return sf.transform(sf.array(record), first_failure)[0]
+
+
 def _with_decoded(df: DataFrame, fields: dict[str, Column], error: Column) -> DataFrame:
     """Add the decoded fields (NULL when the record is malformed) and ``decode_error``."""
     decoded = add_columns(df, {DECODE_ERROR: error})
@@ -197,7 +260,20 @@ def decode_checkpoints(df: DataFrame, key: str = "key", value: str = "value") ->
             "downstream_offset": downstream_offset,
             "metadata": metadata,
         },
-        sf.coalesce(key_parser.checks.first(), value_parser.checks.first()),
+        sf.coalesce(
+            key_parser.checks.first(),
+            value_parser.checks.first(),
+            _meaning_error(
+                semantics.CHECKPOINT_RULES,
+                {
+                    "group": group,
+                    "topic": topic,
+                    "partition": partition,
+                    "upstream_offset": upstream_offset,
+                    "downstream_offset": downstream_offset,
+                },
+            ),
+        ),
     )
 
 
@@ -221,7 +297,19 @@ def decode_offset_syncs(df: DataFrame, key: str = "key", value: str = "value") -
             "upstream_offset": upstream_offset,
             "downstream_offset": downstream_offset,
         },
-        sf.coalesce(key_parser.checks.first(), value_parser.checks.first()),
+        sf.coalesce(
+            key_parser.checks.first(),
+            value_parser.checks.first(),
+            _meaning_error(
+                semantics.OFFSET_SYNC_RULES,
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "upstream_offset": upstream_offset,
+                    "downstream_offset": downstream_offset,
+                },
+            ),
+        ),
     )
 
 
@@ -391,7 +479,11 @@ def decode_k2k_json_v1(df: DataFrame, key: str = "key", value: str = "value") ->
             fields["source_offset"],
         ),
     )
-    error = sf.coalesce(value_json.checks.first(), sf.when(sf.col(key).isNotNull(), key_json.checks.first()))
+    error = sf.coalesce(
+        value_json.checks.first(),
+        sf.when(sf.col(key).isNotNull(), key_json.checks.first()),
+        _meaning_error(semantics.K2K_JSON_V1_RULES, fields),
+    )
     typed = {
         name: column.cast("int") if name.endswith("partition") else column for name, column in fields.items()
     }

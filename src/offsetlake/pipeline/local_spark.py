@@ -7,10 +7,14 @@ that. On Databricks none of this is used; the runtime's session and Unity Catalo
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from offsetlake.config import local_home
+from offsetlake.pipeline.home_lock import check_home_free
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,12 +44,39 @@ def local_spark_conf(home: Path | None = None) -> dict[str, str]:
 
 
 def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> SparkSession:
-    """A local[2] session on the shared warehouse, with the `offsetlake` schema present."""
+    """A local[2] session on the shared warehouse, with the `offsetlake` schema present.
+
+    Refused in one line when another process holds the home (pipeline/home_lock.py).
+    """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    if SparkContext._active_spark_context is None:
+        check_home_free(home or local_home())
     builder = SparkSession.builder.master("local[2]").appName(app_name)
     for key, value in local_spark_conf(home).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {LOCAL_SCHEMA}")
     return spark
+
+
+def stop_local_spark(*, timeout_s: float = 30.0) -> None:
+    """Stop this process's Spark, if it started one, and wait for its JVM to exit.
+
+    The JVM outlives a Python process that just exits, holding the home's metastore for a few
+    more seconds, so the next command on the home would find it busy. Closing the JVM's stdin is
+    how pyspark tells it to exit (java_gateway.py).
+    """
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is None:
+        return
+    jvm = getattr(SparkContext._gateway, "proc", None)
+    SparkContext._active_spark_context.stop()
+    if jvm is not None and jvm.stdin is not None:
+        jvm.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            jvm.wait(timeout=timeout_s)

@@ -32,6 +32,7 @@ import yaml
 from offsetlake.clusters import read_local_clusters
 from offsetlake.config import local_home
 from offsetlake.pipeline.gold_guard import GUARDED_TABLES, GoldGuard
+from offsetlake.pipeline.home_lock import check_home_free, pipeline_run_lock
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, local_spark_conf
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 from offsetlake.processes import interruptible, run_group
@@ -231,10 +232,33 @@ def run_pipeline(
     the environment, never through the spec on disk. Past ``timeout_s`` the update is stopped and
     counts as failed. Whatever ends it (failure,
     deadline, SIGINT/SIGTERM, which raise StopSignalError after cleanup), no process it started is
-    left and gold holds at least what it held before (pipeline/gold_guard.py).
+    left and gold holds at least what it held before (pipeline/gold_guard.py). A home another
+    process is using is refused before anything is touched (pipeline/home_lock.py).
     """
     home = (home or local_home()).resolve()
-    settings = settings or local_settings(home)
+    with pipeline_run_lock(home):
+        check_home_free(home)
+        return _run_update(
+            settings or local_settings(home),
+            home,
+            full_refresh=full_refresh,
+            echo=echo,
+            spark_conf=spark_conf,
+            timeout_s=timeout_s,
+            kafka_properties=kafka_properties,
+        )
+
+
+def _run_update(
+    settings: PipelineSettings,
+    home: Path,
+    *,
+    full_refresh: bool,
+    echo: Callable[[str], None] | None,
+    spark_conf: Mapping[str, str] | None,
+    timeout_s: float | None,
+    kafka_properties: Path | None,
+) -> PipelineRunResult:
     guard = GoldGuard(home)
     recovered = guard.recover()
     spec_path = write_spec(home, settings, spark_conf)
