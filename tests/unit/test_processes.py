@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -12,8 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from offsetlake.errors import StopSignalError
+from offsetlake.kafka.admin import read_metadata
 from offsetlake.processes import interruptible, run_group
 
 # A parent that starts a grandchild (like spark-pipelines starting the Spark Connect JVM) and
@@ -107,3 +110,19 @@ def test_terminate_descendants_ends_every_process_the_command_started() -> None:
     assert report["grandchild"] in report["before"]
     assert report["signalled"] == report["before"]
     assert not any(_alive(pid) for pid in report["before"])
+
+
+def test_sigterm_cuts_into_a_metadata_wait_at_once() -> None:
+    """librdkafka's list_topics holds a signal until its timeout; read_metadata does not."""
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{_closed_port()}", "log_level": "0"})
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    started = time.monotonic()
+    with pytest.raises(StopSignalError), interruptible():
+        read_metadata(admin, timeout_s=30)
+    assert time.monotonic() - started < 10
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
