@@ -114,7 +114,7 @@ def run(bootstrap: str, offsets: list[GoldOffset], concurrency: int) -> Figures:
 
     started = time.perf_counter()
     results = execute_plan(
-        lambda: AdminClient(admin_config), plan, run_id="bench", timeout_s=TIMEOUT_S, concurrency=concurrency
+        lambda: AdminClient(admin_config), plan, timeout_s=TIMEOUT_S, concurrency=concurrency
     ).results
     apply_s = time.perf_counter() - started
     verified = sum(result.outcome is Outcome.APPLIED for result in results)
@@ -162,7 +162,6 @@ def stall(
         execution = execute_plan(
             lambda: AdminClient({"bootstrap.servers": bootstrap}),
             plan,
-            run_id="bench-stall",
             timeout_s=timeout_s,
             concurrency=2,
         )

@@ -8,7 +8,9 @@ is, so the same test holds on Apache Kafka.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import struct
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +32,9 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from offsetlake_dev.simulate.target_consumers import active_member
 
 TIMEOUT_S = 15.0
+# Commit metadata as Kafka Streams writes it (StreamTask.encodeTimestamp): base64 of a magic byte (1)
+# and the task's partition time as a big-endian long. Older Streams releases fail on anything else.
+STREAMS_METADATA = base64.b64encode(struct.pack(">bq", 1, 1_763_726_400_000)).decode()
 
 Bytes = bytes | str | None
 TopicPartitionKey = tuple[str, int]

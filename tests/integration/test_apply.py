@@ -31,9 +31,12 @@ from offsetlake.apply import job as apply_job
 from offsetlake.apply.job import ApplyStatus
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
+from offsetlake.kafka import admin as kafka_admin
+from offsetlake.positions import CommittedOffset, TopicPartitionKey
 from offsetlake.secrets import SecretsProvider
 from offsetlake_dev.local_cluster import LOOPBACK
 from tests.kafka_helpers import (
+    STREAMS_METADATA,
     TIMEOUT_S,
     ClustersUnderTest,
     active_consumer,
@@ -74,6 +77,7 @@ class Translation:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     last_observed_at: datetime | None = None
+    metadata: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ class ApplyHarness:
         """The documented contract; ``with_last_observed`` adds the pipeline's last_observed_at."""
         rows = [
             ("us-east", t.group, t.topic, t.partition, t.downstream_offset, t.downstream_offset + 100,
-             "checkpoint", "", t.source_timestamp, 60, False)
+             "checkpoint", t.metadata, t.source_timestamp, 60, False)
             + ((t.last_observed_at,) if with_last_observed else ())
             for t in translations
         ]  # fmt: skip
@@ -112,7 +116,7 @@ class ApplyHarness:
     def write_history(self, translations: Sequence[Translation]) -> None:
         rows = [
             ("us-east", t.group, t.topic, t.partition, t.downstream_offset, t.downstream_offset + 100,
-             "checkpoint", "", t.source_timestamp, t.valid_from or t.source_timestamp, t.valid_to)
+             "checkpoint", t.metadata, t.source_timestamp, t.valid_from or t.source_timestamp, t.valid_to)
             for t in translations
         ]  # fmt: skip
         self._overwrite("offset_history", rows, HISTORY_DDL)
@@ -197,6 +201,12 @@ def test_plan_then_apply_handles_every_case_and_converges(
                         missing: "skip_missing_topic", stale: "skip_stale", idle: "apply"}  # fmt: skip
     for group, action in expected_actions.items():
         assert re.search(rf"^{group}\s.*\s{action}\s", dry.stdout, re.MULTILINE), (group, action, dry.stdout)
+    # The group's protocol as the target reports it (a group with only commits has no protocol yet
+    # on some brokers); a group the target never saw is "unknown".
+    assert re.search(rf"^{empty}\s+(classic|consumer|unknown)\s+{topic}\s", dry.stdout, re.MULTILINE), (
+        dry.stdout
+    )
+    assert re.search(rf"^{new}\s+\S+\s+{topic}\s", dry.stdout, re.MULTILINE), dry.stdout
     assert position(target_bootstrap, empty, topic) == 2
     assert position(target_bootstrap, new, topic) is None
     dry_rows = harness.audit()
@@ -482,7 +492,81 @@ def test_the_target_dying_mid_run_fails_clearly(
     assert f"error: target cluster {bootstrap}: cannot list topics" in down.stderr
 
 
-def test_commit_metadata_names_the_run_and_guards_later_runs(
+def test_the_source_groups_metadata_is_committed_unchanged_and_the_audit_refuses_a_rewind(
+    harness: ApplyHarness,
+    target_bootstrap: str,
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("streams"))
+    group, quiet = unique_name("streams-app"), unique_name("no-metadata-app")
+    applied_at = minutes_ago(5)
+    harness.write_latest(
+        [
+            Translation(group, topic, 6, applied_at, metadata=STREAMS_METADATA),
+            Translation(quiet, topic, 4, applied_at),
+        ]
+    )
+    sent: dict[str, dict[TopicPartitionKey, CommittedOffset]] = {}
+    alter = kafka_admin.alter_committed_offsets
+
+    def recording(
+        admin: AdminClient, group: str, offsets: dict[TopicPartitionKey, CommittedOffset], **kw: Any
+    ) -> dict[TopicPartitionKey, str]:
+        sent[group] = dict(offsets)
+        return alter(admin, group, offsets, **kw)
+
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", recording)
+    applied = harness.run("apply")
+    assert applied.exit_code == 0, applied
+    # Byte for byte what the source group wrote; an empty string where gold has none, never ours.
+    assert sent == {
+        group: {(topic, 0): CommittedOffset(6, STREAMS_METADATA)},
+        quiet: {(topic, 0): CommittedOffset(4, "")},
+    }
+    assert position(target_bootstrap, group, topic) == 6
+
+    # Nothing of ours is on the target: apply_audit alone refuses an older translation.
+    harness.write_latest([Translation(group, topic, 8, applied_at - timedelta(minutes=1))])
+    older = harness.run("apply")
+    assert f"{group}: skip_stale 1" in older.stdout, older
+    assert position(target_bootstrap, group, topic) == 6
+
+
+def test_keep_alive_recommits_a_standby_group_when_due_and_never_an_active_one(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("standby"))
+    standby, active = unique_name("standby-app"), unique_name("active-app")
+    harness.write_latest(
+        [Translation(standby, topic, 5, minutes_ago(1)), Translation(active, topic, 5, minutes_ago(1))]
+    )
+    assert harness.run("apply").exit_code == 0
+
+    # Not due: our commit is seconds old, the interval half the target's retention.
+    quiet = harness.run("apply")
+    assert f"{standby}: noop 1" in quiet.stdout and f"{active}: noop 1" in quiet.stdout, quiet
+    # Due (an interval of about 0.1 s), but a member has joined `active` since: only the standby group.
+    with active_consumer(target_bootstrap, active, topic):
+        due = harness.run("apply", "--keep-alive-fraction", "0.000001", "--active-group-policy", "skip")
+    assert due.exit_code == 0, due
+    assert f"{standby}: refreshed 1" in due.stdout, due
+    assert f"{active}: skip_active_group 1" in due.stdout, due
+    results = {
+        row["consumer_group"]: (row["plan_action"], row["outcome"], row["verified"])
+        for row in harness.audit(f"run_id = '{due.run_id}' AND stage = 'result'")
+    }
+    assert results == {
+        standby: ("refresh_retention", "applied", True),
+        active: ("skip_active_group", "skip_active_group", None),  # never altered, so never verified
+    }
+    assert position(target_bootstrap, standby, topic) == 5
+
+    off = harness.run("apply", "--keep-alive-fraction", "none")
+    assert f"{standby}: noop 1" in off.stdout, off
+
+
+def test_the_committed_metadata_reads_back_byte_for_byte(
     harness: ApplyHarness,
     kafka_clusters: ClustersUnderTest,
     unique_name: Callable[[str], str],
@@ -493,25 +577,16 @@ def test_commit_metadata_names_the_run_and_guards_later_runs(
             "OFFSETLAKE_TEST_TARGET_BOOTSTRAP to a real Kafka pair to run this"
         )
     bootstrap = kafka_clusters.target_bootstrap
-    topic = filled_topic(bootstrap, unique_name("marked"))
-    group = unique_name("marked-app")
-    applied_at = minutes_ago(5)
-    harness.write_latest([Translation(group, topic, 6, applied_at)])
-    applied = harness.run("apply")
-    assert applied.exit_code == 0, applied
+    topic = filled_topic(bootstrap, unique_name("streams-read-back"))
+    group = unique_name("streams-read-back-app")
+    harness.write_latest([Translation(group, topic, 6, minutes_ago(5), metadata=STREAMS_METADATA)])
+    assert harness.run("apply").exit_code == 0
 
-    admin = admin_client(bootstrap)
-    listed = admin.list_consumer_group_offsets(
+    listed = admin_client(bootstrap).list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
     )
     (committed,) = listed[group].result(timeout=TIMEOUT_S).topic_partitions
-    assert committed.metadata == f"offsetlake:{applied.run_id}:{int(applied_at.timestamp() * 1000)}"
-
-    # With the audit table gone, the marker alone still refuses an older translation.
-    harness.spark.sql(f"DROP TABLE `{harness.schema}`.apply_audit")
-    harness.write_latest([Translation(group, topic, 8, applied_at - timedelta(minutes=1))])
-    older = harness.run("apply")
-    assert f"{group}: skip_stale 1" in older.stdout, older
+    assert (committed.offset, committed.metadata) == (6, STREAMS_METADATA)
 
 
 MANY_GROUPS = 300

@@ -32,7 +32,7 @@ from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import ALL_TABLES
 from offsetlake.replication import ReplicationPolicy
 from tests.fixture_records import load_fixture_records
-from tests.kafka_helpers import commit_offsets, create_topic, produce
+from tests.kafka_helpers import STREAMS_METADATA, ClustersUnderTest, commit_offsets, create_topic, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -149,7 +149,15 @@ def scenario(
             *_raw("checkpoint"),
         ],
     )
-    produce(target_bootstrap, west_checkpoints, [_checkpoint(f"west-{token}", west_payments, 7, 105)])
+    produce(
+        target_bootstrap,
+        west_checkpoints,
+        [
+            _checkpoint(f"west-{token}", west_payments, 7, 105),
+            # A Kafka Streams application's group: MM2 copies its metadata (partition time) as is.
+            _checkpoint(f"streams-{token}", west_payments, 5, 104, STREAMS_METADATA),
+        ],
+    )
 
     mappings_topic = f"k2k-mappings-{token}"
     create_topic(target_bootstrap, mappings_topic)
@@ -203,7 +211,7 @@ def test_bronze_keeps_every_record_with_coordinates_and_alias(scenario: Scenario
     checkpoints = scenario.tables["bronze_checkpoints"]
     by_alias = {alias: [r for r in checkpoints if r["source_cluster"] == alias] for alias in ("east", "west")}
     assert len(by_alias["east"]) == 2 + len(load_fixture_records("checkpoint"))
-    assert len(by_alias["west"]) == 1
+    assert len(by_alias["west"]) == 2
     assert sorted(r["offset"] for r in by_alias["east"]) == list(range(len(by_alias["east"])))
     assert all(r["ingested_at"] and r["timestamp"] for r in checkpoints)
     syncs = scenario.tables["bronze_offset_syncs"]
@@ -234,7 +242,7 @@ def test_every_malformed_fixture_is_quarantined_with_its_reason_and_bytes(scenar
             assert matching, record.id
             assert any(record.error in row["reason"] for row in matching), (record.id, matching[0]["reason"])
             assert all(row["kafka_topic"] and row["kafka_offset"] is not None for row in matching)
-    good_checkpoints = 2 + 1 + sum(1 for r in load_fixture_records("checkpoint") if r.expected)
+    good_checkpoints = 2 + 2 + sum(1 for r in load_fixture_records("checkpoint") if r.expected)
     assert len(scenario.tables["silver_checkpoints"]) == good_checkpoints
 
 
@@ -284,6 +292,27 @@ def test_latest_offsets_follow_freshness_then_precedence(scenario: Scenario) -> 
     assert all(
         row["age_seconds"] >= 0 and row["valid_to"] is None for row in scenario.tables["latest_offsets"]
     )
+
+
+def test_the_source_groups_commit_metadata_reaches_gold_unchanged(
+    scenario: Scenario, kafka_clusters: ClustersUnderTest
+) -> None:
+    [streams] = _latest(scenario, "streams")
+    assert (streams["method"], streams["downstream_offset"], streams["metadata"]) == (
+        "checkpoint",
+        104,
+        STREAMS_METADATA,
+    )
+    # A translation from a snapshot carries what the source cluster returned for the group's commit.
+    snapshot = {
+        row["metadata"]
+        for row in scenario.tables["silver_group_offsets"]
+        if row["consumer_group"] == scenario.name("exact")
+    }
+    [exact] = _latest(scenario, "exact")
+    assert exact["method"] == "mapping" and {exact["metadata"]} == snapshot
+    if not kafka_clusters.is_tansu:  # Tansu reads commit metadata back empty
+        assert snapshot == {"m1"}
 
 
 def test_offset_history_has_one_row_per_distinct_offset_and_method(scenario: Scenario) -> None:

@@ -21,8 +21,6 @@ from offsetlake.apply.planner import (
     Selection,
     TargetState,
     build_plan,
-    commit_marker,
-    marker_source_millis,
     refused_by_active_policy,
     select_offsets,
 )
@@ -248,14 +246,82 @@ def test_a_bad_regex_names_its_flag() -> None:
         select_offsets([gold(1)], Selection(exclude_topics="("))
 
 
-def test_commit_marker_round_trips_and_ignores_foreign_metadata() -> None:
-    marker = commit_marker("20261121T120000Z-ab12cd34", FRESH)
-    assert marker == f"offsetlake:20261121T120000Z-ab12cd34:{int(FRESH.timestamp() * 1000)}"
-    assert marker_source_millis(marker) == int(FRESH.timestamp() * 1000)
-    for foreign in ("", "my-app", "offsetlake:run", "offsetlake:run:soon", "other:run:123"):
-        assert marker_source_millis(foreign) is None
-    with pytest.raises(PlanError):
-        commit_marker("a:b", FRESH)
+def test_the_source_groups_metadata_is_what_apply_commits() -> None:
+    streams = "AQAAAZNx6xAA"  # Kafka Streams: base64 of a magic byte and a long (partition time)
+    offset = GoldOffset("us-east", "orders-app", "orders", 0, 40, FRESH, "checkpoint", metadata=streams)
+    row = plan_one(offset, target())
+    assert (row.action, row.metadata) == (Action.APPLY, streams)
+    assert plan_one(gold(40), target()).metadata == ""  # none in gold: empty, never ours
+
+
+def test_a_rewind_is_refused_from_the_audit_alone() -> None:
+    applied = {KEY: FRESH}  # what apply_audit remembers; the target holds no marker of ours
+    row = plan_one(
+        gold(40, at=FRESH - timedelta(minutes=1)), target(committed={KEY: 30}), last_applied=applied
+    )
+    assert row.action is Action.SKIP_STALE
+
+
+KEEP_ALIVE = timedelta(days=3, hours=12)  # half of Kafka's default offsets.retention.minutes
+
+
+@pytest.mark.parametrize(
+    ("committed_ago", "expected"),
+    [(KEEP_ALIVE + timedelta(seconds=1), Action.REFRESH_RETENTION), (KEEP_ALIVE, Action.NOOP),
+     (timedelta(hours=1), Action.NOOP)],
+)  # fmt: skip
+def test_keep_alive_recommits_an_unchanged_offset_exactly_when_due(
+    committed_ago: timedelta, expected: Action
+) -> None:
+    state = TargetState(
+        group_states={"orders-app": "Empty"},
+        committed={KEY: CommittedOffset(40, "target-side metadata")},
+        log_bounds={("orders", 0): LogBounds(0, 1000)},
+        partition_counts={"orders": 1},
+    )
+    row = plan_one(gold(40), state, keep_alive_after=KEEP_ALIVE, last_committed_at={KEY: NOW - committed_ago})
+    assert row.action is expected
+    assert row.action.alters is (expected is Action.REFRESH_RETENTION)
+    if expected is Action.REFRESH_RETENTION:
+        # Same offset, same metadata as the target holds: only the retention clock moves.
+        assert (row.planned_offset, row.current_offset, row.metadata) == (40, 40, "target-side metadata")
+
+
+def test_keep_alive_is_off_without_an_interval_or_an_earlier_commit_of_ours() -> None:
+    long_ago = {KEY: NOW - timedelta(days=30)}
+    assert plan_one(gold(40), target(committed={KEY: 40}), last_committed_at=long_ago).action is Action.NOOP
+    assert plan_one(gold(40), target(committed={KEY: 40}), keep_alive_after=KEEP_ALIVE).action is Action.NOOP
+
+
+def test_keep_alive_never_touches_a_group_with_members() -> None:
+    state = TargetState(
+        group_states={"orders-app": "Empty"},  # a state some brokers report for a consumer group in use
+        committed={KEY: CommittedOffset(40)},
+        log_bounds={("orders", 0): LogBounds(0, 1000)},
+        partition_counts={"orders": 1},
+        group_types={"orders-app": "consumer"},
+        group_members={"orders-app": 2},
+    )
+    row = plan_one(
+        gold(40), state, keep_alive_after=KEEP_ALIVE, last_committed_at={KEY: NOW - timedelta(days=30)}
+    )
+    assert row.action is Action.SKIP_ACTIVE_GROUP
+    assert row.reason == "consumer group is Empty on the target with 2 members (has active members)"
+
+
+def test_the_plan_names_the_group_type() -> None:
+    state = target()
+    typed = TargetState(
+        group_states=state.group_states,
+        committed=state.committed,
+        log_bounds=state.log_bounds,
+        partition_counts=state.partition_counts,
+        group_types={"orders-app": "classic"},
+    )
+    assert plan_one(gold(40), typed).group_type == "classic"
+    assert plan_one(gold(40), target(states={"orders-app": "Stable"})).reason == (
+        "unknown group is Stable on the target (has active members)"
+    )
 
 
 STATES = st.sampled_from(["Empty", "Dead", "NotFound", "Stable", "PreparingRebalance"])
@@ -282,6 +348,7 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
                 committed[(group, "orders", partition)] = CommittedOffset(position)
     state = TargetState(
         group_states={group: draw(STATES) for group in groups},
+        group_members={group: draw(st.sampled_from([0, 0, 1])) for group in groups},
         committed=committed,
         log_bounds={("orders", partition): LogBounds(log_start, log_end) for partition in range(3)},
         partition_counts={"orders": draw(st.integers(1, 3))},
@@ -290,6 +357,8 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
         reference_time=NOW,
         max_age=draw(st.sampled_from([None, timedelta(hours=1)])),
         allow_rewind=draw(st.booleans()),
+        keep_alive_after=draw(st.sampled_from([None, timedelta(days=1)])),
+        last_committed_at={key: NOW - timedelta(hours=draw(st.integers(0, 48))) for key in committed},
     )
     return offsets, state, guards
 
@@ -307,7 +376,13 @@ def test_plan_invariants(scenario: tuple[list[GoldOffset], TargetState, Guards])
         bounds = state.log_bounds[(row.topic, row.partition)]
         assert bounds.log_start <= row.planned_offset <= bounds.log_end
         assert state.group_states[row.consumer_group] in {"Empty", "Dead", "NotFound"}
+        assert state.group_members[row.consumer_group] == 0
         assert row.partition < state.partition_counts[row.topic]
+        if row.action is Action.REFRESH_RETENTION:  # same offset again, only when it is due
+            assert row.planned_offset == row.current_offset
+            assert guards.keep_alive_after is not None
+            assert NOW - guards.last_committed_at[row.key] > guards.keep_alive_after
+            continue
         assert row.planned_offset != row.current_offset
         if not guards.allow_rewind and row.current_offset is not None:
             assert row.planned_offset > row.current_offset

@@ -122,22 +122,35 @@ def append_audit(spark: SparkSession, table: str, records: Iterable[tuple[Any, .
     return len(records)
 
 
-def read_last_applied(spark: SparkSession, table: str) -> dict[GroupPartition, datetime]:
-    """Per group-partition, the source time of the translation most recently applied and verified.
+@dataclass(frozen=True)
+class LastApplied:
+    """What the audit remembers of the most recent verified commit of one group-partition."""
+
+    source_timestamp: datetime
+    """The translation it applied (a later run refuses older ones without --allow-rewind)."""
+    committed_at: datetime
+    """When it was committed: the start of the offset's retention clock on the target."""
+
+
+def read_last_applied(spark: SparkSession, table: str) -> dict[GroupPartition, LastApplied]:
+    """Per group-partition, the translation most recently applied and verified, and when.
 
     The most recent, not the newest: after a deliberate restore (--as-of --allow-rewind), later
-    runs compare against the restored translation, exactly as the commit marker on the target does.
+    runs compare against the restored translation.
     """
     if not spark.catalog.tableExists(table.replace("`", "")):
         return {}
     rows = spark.sql(
         "SELECT consumer_group, topic, `partition`, "
-        "max_by(unix_micros(source_timestamp), recorded_at) AS applied_micros "
+        "max_by(unix_micros(source_timestamp), recorded_at) AS applied_micros, "
+        "unix_micros(max(recorded_at)) AS committed_micros "
         f"FROM {table} WHERE mode = '{Mode.APPLY}' AND stage = '{Stage.RESULT}' AND verified "
         "GROUP BY consumer_group, topic, `partition`"
     ).collect()
     return {
-        (row["consumer_group"], row["topic"], row["partition"]): from_micros(row["applied_micros"])
+        (row["consumer_group"], row["topic"], row["partition"]): LastApplied(
+            from_micros(row["applied_micros"]), from_micros(row["committed_micros"])
+        )
         for row in rows
         if row["applied_micros"] is not None
     }

@@ -32,8 +32,8 @@ from enum import StrEnum
 
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.apply.planner import SAFE_GROUP_STATES, PlanRow, commit_marker
-from offsetlake.apply.target_state import read_group_states
+from offsetlake.apply.planner import SAFE_GROUP_STATES, PlanRow
+from offsetlake.apply.target_state import read_groups
 from offsetlake.errors import StopSignalError
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import ClusterUnresponsiveError, GroupActiveError, KafkaAdminError
@@ -116,7 +116,6 @@ def execute_plan(
     new_client: Callable[[], AdminClient],
     plan: Sequence[PlanRow],
     *,
-    run_id: str,
     timeout_s: float,
     concurrency: int,
     deadline: float | None = None,
@@ -155,7 +154,6 @@ def execute_plan(
                     _apply_group,
                     clients,
                     rows_by_group[group],
-                    run_id=run_id,
                     timeout_s=timeout_s,
                     progress=progress[group],
                     stopping=stopping,
@@ -206,13 +204,12 @@ def _apply_group(
     clients: _ClientPerWorker,
     rows: list[PlanRow],
     *,
-    run_id: str,
     timeout_s: float,
     progress: _GroupProgress,
     stopping: threading.Event,
 ) -> _GroupOutcome:
     outcome = _apply_group_with(
-        clients.get(), rows, run_id=run_id, timeout_s=timeout_s, progress=progress, stopping=stopping
+        clients.get(), rows, timeout_s=timeout_s, progress=progress, stopping=stopping
     )
     if outcome.unresponsive:
         clients.drop()
@@ -223,28 +220,28 @@ def _apply_group_with(
     admin: AdminClient,
     rows: list[PlanRow],
     *,
-    run_id: str,
     timeout_s: float,
     progress: _GroupProgress,
     stopping: threading.Event,
 ) -> _GroupOutcome:
     group = rows[0].consumer_group
     try:
-        state = read_group_states(admin, [group], timeout_s=timeout_s)[group]
+        described = read_groups(admin, [group], timeout_s=timeout_s)[group]
     except ClusterUnresponsiveError as error:
         return _GroupOutcome(_all(rows, Outcome.NOT_ATTEMPTED, f"not attempted: {error}"), str(error))
     except KafkaAdminError as error:
         return _GroupOutcome(_all(rows, Outcome.FAILED, f"group state read failed: {error}"))
-    if state not in SAFE_GROUP_STATES:
-        return _GroupOutcome(
-            _all(rows, Outcome.SKIPPED_ACTIVE_GROUP, f"group became {state} before the alter")
+    if described.state not in SAFE_GROUP_STATES or described.members > 0:
+        became = (
+            f"{described.type} group became {described.state} ({described.members} members) before the alter"
         )
+        return _GroupOutcome(_all(rows, Outcome.SKIPPED_ACTIVE_GROUP, became))
     if stopping.is_set():
         return _GroupOutcome(_all(rows, Outcome.NOT_ATTEMPTED, "not attempted: the run was stopping"))
 
     progress.alter_sent = True
     try:
-        alter_errors = _alter(admin, group, rows, run_id, timeout_s)
+        alter_errors = _alter(admin, group, rows, timeout_s)
     except GroupActiveError as error:
         return _GroupOutcome(_all(rows, Outcome.SKIPPED_ACTIVE_GROUP, str(error)))
     except ClusterUnresponsiveError as error:
@@ -296,16 +293,15 @@ def _unverified(
 
 
 def _alter(
-    admin: AdminClient, group: str, rows: list[PlanRow], run_id: str, timeout_s: float
+    admin: AdminClient, group: str, rows: list[PlanRow], timeout_s: float
 ) -> dict[tuple[str, int], str]:
-    """Alter the group's offsets; returns the per-partition errors (empty when all succeeded)."""
+    """Alter the group's offsets, each with the source group's own commit metadata; returns the
+    per-partition errors (empty when all succeeded)."""
     offsets = {}
     for row in rows:
-        if row.planned_offset is None or row.source_timestamp is None:
-            raise ValueError(f"altering row without planned offset or source timestamp: {row}")
-        offsets[(row.topic, row.partition)] = CommittedOffset(
-            row.planned_offset, commit_marker(run_id, row.source_timestamp)
-        )
+        if row.planned_offset is None:
+            raise ValueError(f"altering row without a planned offset: {row}")
+        offsets[(row.topic, row.partition)] = CommittedOffset(row.planned_offset, row.metadata)
     return kafka_admin.alter_committed_offsets(admin, group, offsets, timeout_s=timeout_s)
 
 

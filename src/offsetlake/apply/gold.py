@@ -28,6 +28,7 @@ _COLUMNS = (
     "`partition`",
     "downstream_offset",
     "method",
+    "metadata",
     "unix_micros(source_timestamp) AS source_micros",
 )
 # latest_offsets may carry when each translation was last re-observed (the pipeline writes it);
@@ -176,6 +177,7 @@ def _collect(frame: DataFrame, name: str) -> list[GoldOffset]:
                 source_timestamp=from_micros(row["source_micros"]),
                 method=row["method"] or "",
                 observed_at=from_micros(row["observed_micros"]),
+                metadata=row["metadata"] or "",
             )
         )
     return offsets

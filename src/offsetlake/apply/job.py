@@ -35,21 +35,18 @@ from offsetlake.apply.executor import Outcome, PartitionResult, execute_plan
 from offsetlake.apply.planner import (
     Action,
     ActiveGroupPolicy,
-    GroupPartition,
     Guards,
     PlanRow,
     Selection,
-    TargetState,
     build_plan,
     invalid_reason,
-    marker_source_millis,
     refused_by_active_policy,
     select_offsets,
 )
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.clusters import read_local_clusters
 from offsetlake.errors import OffsetlakeError
-from offsetlake.kafka.admin import KafkaAdminError, describe_error
+from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
 from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA
 from offsetlake.pipeline.precedence import METHODS
@@ -69,6 +66,10 @@ DEFAULT_MAX_AGE = timedelta(hours=1)
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_DEADLINE_S = 600.0
+DEFAULT_KEEP_ALIVE_FRACTION = 0.5
+FALLBACK_OFFSETS_RETENTION = timedelta(days=1)
+"""Assumed when the target's offsets.retention.minutes cannot be read: Kafka's default before 2.0
+(KIP-186 raised it to 7 days), so a cluster still on the short setting is refreshed in time."""
 
 
 class ApplyStatus(IntEnum):
@@ -98,6 +99,9 @@ class ApplyRequest:
     timeout_s: float = DEFAULT_TIMEOUT_S
     deadline_s: float | None = DEFAULT_DEADLINE_S
     """No new group is started this many seconds after the run began (None: no overall deadline)."""
+    keep_alive_fraction: float | None = DEFAULT_KEEP_ALIVE_FRACTION
+    """Commit an unchanged offset again once offsetlake's last commit of it is older than this
+    fraction of the target's offsets.retention.minutes (None: never)."""
     kafka_properties: Path | None = None
     """A Java properties file of Kafka client settings (local runs); values are masked like secrets."""
 
@@ -118,6 +122,8 @@ class ApplyResult:
     plan: tuple[PlanRow, ...] = ()
     results: tuple[PartitionResult, ...] = ()
     refusing_groups: tuple[str, ...] = ()
+    keep_alive: str = ""
+    """How the keep-alive interval was set (printed with the plan)."""
     problems: tuple[str, ...] = ()
     scrubber: SecretScrubber = field(default_factory=SecretScrubber, repr=False)
 
@@ -229,17 +235,21 @@ def _run(
     except KafkaAdminError as error:
         flush_client_logs(admin)
         raise KafkaAdminError(f"target cluster {bootstrap}: {error}") from error
+    applied_before = audit.read_last_applied(spark, audit_table)
+    keep_alive_after, keep_alive = _keep_alive(request, admin)
     guards = Guards(
         reference_time=request.as_of or started_at,
         max_age=request.max_age,
         allow_rewind=request.allow_rewind,
         active_group_policy=request.active_group_policy,
-        last_applied=_last_applied(spark, audit_table, target),
+        last_applied={key: last.source_timestamp for key, last in applied_before.items()},
+        keep_alive_after=keep_alive_after,
+        last_committed_at={key: last.committed_at for key, last in applied_before.items()},
     )
     plan = tuple(build_plan(offsets, target, guards))
     audit.append_audit(spark, audit_table, _scrubbed(audit.plan_records(plan, run_info), scrubber))
     refusing = tuple(refused_by_active_policy(plan, guards))
-    planned = replace(result, plan=plan, refusing_groups=refusing)
+    planned = replace(result, plan=plan, refusing_groups=refusing, keep_alive=keep_alive)
     if request.dry_run:
         return planned
     if refusing:
@@ -267,7 +277,6 @@ def _run(
     execution = execute_plan(
         lambda: AdminClient(with_client_logger(config)),
         plan,
-        run_id=run_info.run_id,
         timeout_s=request.timeout_s,
         concurrency=request.concurrency,
         deadline=None if request.deadline_s is None else started + request.deadline_s,
@@ -325,6 +334,30 @@ def _run(
     return done
 
 
+def _keep_alive(request: ApplyRequest, admin: AdminClient) -> tuple[timedelta | None, str]:
+    """The keep-alive interval (a fraction of the target's offsets retention) and how it was set."""
+    if request.keep_alive_fraction is None or request.as_of is not None:
+        return None, "keep-alive: off" + (" (restoring --as-of)" if request.as_of else "")
+    retention = read_offsets_retention(admin, timeout_s=request.timeout_s)
+    source = "read from the target"
+    if retention is None:
+        retention, source = (
+            FALLBACK_OFFSETS_RETENTION,
+            "the target's configuration could not be read; assumed",
+        )
+    interval = retention * request.keep_alive_fraction
+    minutes = int(retention.total_seconds() // 60)
+    return interval, (
+        f"keep-alive: unchanged offsets offsetlake committed are committed again after {_duration(interval)} "
+        f"({request.keep_alive_fraction:g} x offsets.retention.minutes={minutes}, {source})"
+    )
+
+
+def _duration(interval: timedelta) -> str:
+    seconds = int(interval.total_seconds())
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
 def _tally(results: Sequence[PartitionResult]) -> str:
     counts = Counter(result.outcome.value for result in results)
     return ", ".join(f"{outcome} {count}" for outcome, count in sorted(counts.items()))
@@ -342,20 +375,6 @@ def _refuse_if_applying(result: ApplyResult, problem: str) -> ApplyResult:
     """A dry run reports the problem and succeeds; an apply that can apply nothing fails."""
     status = ApplyStatus.OK if result.request.dry_run else ApplyStatus.FAILED
     return replace(result, status=status, problems=(problem,))
-
-
-def _last_applied(
-    spark: SparkSession, audit_table: str, target: TargetState
-) -> dict[GroupPartition, datetime]:
-    """Source time of the newest translation applied per group-partition: from the audit table, and
-    from our commit-metadata markers on the target (which outlive a lost or different audit table)."""
-    last_applied = audit.read_last_applied(spark, audit_table)
-    for key, committed in target.committed.items():
-        marker_millis = marker_source_millis(committed.metadata)
-        if marker_millis is not None:
-            marked = gold.from_micros(marker_millis * 1000)
-            last_applied[key] = max(marked, last_applied.get(key, marked))
-    return last_applied
 
 
 def _scrubbed(records: Sequence[tuple[Any, ...]], scrubber: SecretScrubber) -> list[tuple[Any, ...]]:

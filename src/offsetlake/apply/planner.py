@@ -17,8 +17,6 @@ from enum import StrEnum
 from offsetlake.errors import UsageError
 from offsetlake.positions import CommittedOffset, GroupPartition, LogBounds, TopicPartitionKey
 
-MARKER_PREFIX = "offsetlake"
-
 # Group states in which nobody consumes, so an alter cannot race a member's commits. A group the
 # target never saw is described as Dead (Apache Kafka < 4), reported GROUP_ID_NOT_FOUND (KIP-1043)
 # or Empty (Tansu); all three are safe. Anything else, including an unparsable state, is active.
@@ -36,6 +34,7 @@ class Action(StrEnum):
     SKIP_STALE = "skip_stale"
     SKIP_CONFLICT = "skip_conflict"
     SKIP_INVALID = "skip_invalid"
+    REFRESH_RETENTION = "refresh_retention"
 
     @property
     def alters(self) -> bool:
@@ -43,7 +42,9 @@ class Action(StrEnum):
         return self in _ALTERING
 
 
-_ALTERING = frozenset({Action.APPLY, Action.CLAMP_TO_LOG_END, Action.CLAMP_TO_LOG_START})
+_ALTERING = frozenset(
+    {Action.APPLY, Action.CLAMP_TO_LOG_END, Action.CLAMP_TO_LOG_START, Action.REFRESH_RETENTION}
+)
 
 
 class ActiveGroupPolicy(StrEnum):
@@ -73,6 +74,8 @@ class GoldOffset:
     source_timestamp: datetime
     method: str = ""
     observed_at: datetime | None = None
+    metadata: str = ""
+    """The source group's own commit metadata (from its checkpoint or snapshot): what apply commits."""
 
     @property
     def key(self) -> GroupPartition:
@@ -87,6 +90,9 @@ class TargetState:
     committed: Mapping[GroupPartition, CommittedOffset]
     log_bounds: Mapping[TopicPartitionKey, LogBounds]
     partition_counts: Mapping[str, int]
+    group_types: Mapping[str, str] = field(default_factory=dict)
+    """``classic`` or ``consumer`` (KIP-848); ``unknown`` when the broker does not say."""
+    group_members: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -119,8 +125,13 @@ class Guards:
     allow_rewind: bool = False
     active_group_policy: ActiveGroupPolicy = ActiveGroupPolicy.FAIL
     # Source timestamp of the translation already applied per group-partition (from the audit
-    # table and the commit-metadata marker): anything older is refused unless rewinds are allowed.
+    # table): anything older is refused unless rewinds are allowed.
     last_applied: Mapping[GroupPartition, datetime] = field(default_factory=dict)
+    # Keep-alive: an unchanged offset offsetlake last committed longer ago than this is committed
+    # again (same offset, same metadata), before the target's offsets.retention.minutes expires
+    # it in a group nobody consumes from yet. None: never.
+    keep_alive_after: timedelta | None = None
+    last_committed_at: Mapping[GroupPartition, datetime] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -144,6 +155,13 @@ class PlanRow:
     """How gold translated it (checkpoint, offset_sync, mapping)."""
     last_observed_at: datetime | None = None
     """Latest evidence that the translation still holds: what its age is measured from."""
+    group_type: str = ""
+    """The target group's protocol: ``classic``, ``consumer`` (KIP-848), ``unknown``; empty when the
+    row was decided before the target was read."""
+    metadata: str = ""
+    """Commit metadata to write with the offset: the source group's own, byte for byte. It belongs
+    to the application (Kafka Streams keeps each task's partition time there); offsetlake's
+    provenance lives in apply_audit only."""
 
     @property
     def key(self) -> GroupPartition:
@@ -231,21 +249,6 @@ def refused_by_active_policy(plan: Sequence[PlanRow], guards: Guards) -> list[st
     return sorted({row.consumer_group for row in plan if row.action is Action.SKIP_ACTIVE_GROUP})
 
 
-def commit_marker(run_id: str, source_timestamp: datetime) -> str:
-    """Commit metadata naming who set an offset: ``offsetlake:<run id>:<source epoch ms>``."""
-    if ":" in run_id:
-        raise PlanError(f"run id must not contain ':': {run_id!r}")
-    return f"{MARKER_PREFIX}:{run_id}:{int(source_timestamp.timestamp() * 1000)}"
-
-
-def marker_source_millis(metadata: str) -> int | None:
-    """The source timestamp (epoch ms) in one of our commit markers, None for anyone else's."""
-    parts = metadata.split(":")
-    if len(parts) != 3 or parts[0] != MARKER_PREFIX or not parts[2].isdigit():
-        return None
-    return int(parts[2])
-
-
 def _plan_partition(
     key: GroupPartition, candidates: list[GoldOffset], target: TargetState, guards: Guards
 ) -> PlanRow:
@@ -257,7 +260,7 @@ def _plan_partition(
     sources = ",".join(sorted({candidate.source_cluster for candidate in candidates}))
     last_seen = max(candidate.observed_at or candidate.source_timestamp for candidate in candidates)
 
-    def row(action: Action, reason: str, planned: int | None = None) -> PlanRow:
+    def row(action: Action, reason: str, planned: int | None = None, metadata: str | None = None) -> PlanRow:
         translated = newest.downstream_offset if len(distinct_offsets) == 1 else None
         return PlanRow(
             source_cluster=sources,
@@ -272,6 +275,8 @@ def _plan_partition(
             source_timestamp=newest.source_timestamp,
             method=",".join(sorted({candidate.method for candidate in candidates if candidate.method})),
             last_observed_at=last_seen,
+            metadata=newest.metadata if metadata is None else metadata,
+            group_type=target.group_types.get(group, ""),
         )
 
     if len(distinct_offsets) > 1:
@@ -294,8 +299,15 @@ def _plan_partition(
     if stale is not None:
         return row(Action.SKIP_STALE, stale)
     state = target.group_states.get(group, "Unknown")
-    if state not in SAFE_GROUP_STATES:
-        return row(Action.SKIP_ACTIVE_GROUP, f"group is {state} on the target (has active members)")
+    members = target.group_members.get(group, 0)
+    if state not in SAFE_GROUP_STATES or members > 0:
+        kind = target.group_types.get(group, "unknown")
+        return row(
+            Action.SKIP_ACTIVE_GROUP,
+            f"{kind} group is {state} on the target with {members} members (has active members)"
+            if members
+            else f"{kind} group is {state} on the target (has active members)",
+        )
     bounds = target.log_bounds.get((topic, partition))
     if bounds is None:
         raise PlanError(f"no log bounds read for {topic}-{partition}")
@@ -316,6 +328,11 @@ def _plan_partition(
             planned,
         )
     if current == planned:
+        due = _keep_alive_due(key, guards)
+        if due is not None:
+            # The target's own metadata, so the re-commit changes nothing but the retention clock.
+            metadata = committed.metadata if committed is not None else ""
+            return row(Action.REFRESH_RETENTION, f"already at {planned}; {due}", planned, metadata)
         return row(Action.NOOP, f"already at {planned}", planned)
     if current is None:
         reason += "; the group has no committed offset here yet"
@@ -340,6 +357,20 @@ def _staleness(
             f"({applied.isoformat()}); pass --allow-rewind to restore it"
         )
     return None
+
+
+def _keep_alive_due(key: GroupPartition, guards: Guards) -> str | None:
+    """Why an unchanged offset is committed again now (retention would expire it), or None."""
+    committed_at = guards.last_committed_at.get(key)
+    if guards.keep_alive_after is None or committed_at is None:
+        return None
+    since = guards.reference_time - committed_at
+    if since <= guards.keep_alive_after:
+        return None
+    return (
+        f"last committed by offsetlake {_format_age(since)} ago, more than the keep-alive interval "
+        f"{_format_age(guards.keep_alive_after)}: committed again so retention does not expire it"
+    )
 
 
 def _format_age(age: timedelta) -> str:

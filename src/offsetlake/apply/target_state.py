@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
@@ -54,20 +55,40 @@ def read_target_state(
         for group, offsets in committed_per_group.items()
         for (topic, partition), offset in offsets.items()
     }
+    described = read_groups(admin, groups, timeout_s=timeout_s)
     return TargetState(
-        group_states=read_group_states(admin, groups, timeout_s=timeout_s),
+        group_states={group: description.state for group, description in described.items()},
+        group_types={group: description.type for group, description in described.items()},
+        group_members={group: description.members for group, description in described.items()},
         committed=committed,
         log_bounds=kafka_admin.list_log_bounds(admin, sorted(existing), timeout_s=timeout_s),
         partition_counts=partition_counts,
     )
 
 
-def read_group_states(admin: AdminClient, groups: Iterable[str], *, timeout_s: float) -> dict[str, str]:
-    """Group id -> state name (``Empty``, ``Stable`` ...; ``NotFound`` when the group does not exist)."""
-    states, failures = kafka_admin.describe_group_states(admin, groups, timeout_s=timeout_s)
+@dataclass(frozen=True)
+class TargetGroup:
+    """A target group in Kafka's own words: state (``Empty``, ``Stable`` ...; ``NotFound`` when the
+    group does not exist), type (``classic``, ``consumer``; ``unknown`` when the broker does not
+    say) and its number of members."""
+
+    state: str
+    type: str
+    members: int
+
+
+def read_groups(admin: AdminClient, groups: Iterable[str], *, timeout_s: float) -> dict[str, TargetGroup]:
+    """Every group's state, type and member count; raises the first group's error if any failed."""
+    described, failures = kafka_admin.describe_groups(admin, groups, timeout_s=timeout_s)
     if failures:
         raise failures[min(failures)]
     return {
-        group: kafka_admin.NOT_FOUND if state is None else _STATE_NAMES.get(state, "Unknown")
-        for group, state in states.items()
+        group: TargetGroup(
+            kafka_admin.NOT_FOUND
+            if description.state is None
+            else _STATE_NAMES.get(description.state, "Unknown"),
+            description.type.name.lower(),
+            description.members,
+        )
+        for group, description in described.items()
     }

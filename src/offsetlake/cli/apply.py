@@ -7,6 +7,7 @@ import argparse
 from offsetlake.apply.job import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DEADLINE_S,
+    DEFAULT_KEEP_ALIVE_FRACTION,
     DEFAULT_MAX_AGE,
     DEFAULT_TIMEOUT_S,
     ApplyRequest,
@@ -19,6 +20,7 @@ from offsetlake.cli.context import Context
 from offsetlake.cli.options import (
     add_cluster_options,
     parse_duration,
+    parse_fraction,
     parse_method_precedence,
     parse_positive_seconds,
     parse_regex,
@@ -75,6 +77,7 @@ def request_from_args(args: argparse.Namespace, *, dry_run: bool) -> ApplyReques
         concurrency=args.concurrency,
         timeout_s=args.timeout,
         deadline_s=args.deadline,
+        keep_alive_fraction=args.keep_alive_fraction,
         kafka_properties=kafka_properties(args),
     )
 
@@ -160,4 +163,13 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         default=DEFAULT_DEADLINE_S,
         help="seconds after which no further group is altered; groups in flight get two --timeout "
         f"periods to finish, the rest are recorded as not_attempted (default: {DEFAULT_DEADLINE_S:g})",
+    )
+    parser.add_argument(
+        "--keep-alive-fraction",
+        type=parse_fraction,
+        default=DEFAULT_KEEP_ALIVE_FRACTION,
+        help="commit an unchanged offset again (same offset and metadata, groups without members only) "
+        "once offsetlake's last commit of it is older than this fraction of the target's "
+        "offsets.retention.minutes, so a standby group's offsets never expire; `none` = never "
+        f"(default: {DEFAULT_KEEP_ALIVE_FRACTION:g})",
     )

@@ -72,6 +72,19 @@ def parse_source(text: str) -> clusters.ClusterEndpoint:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def parse_fraction(text: str) -> float | None:
+    """A fraction in (0, 1], or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.5, or none; got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text!r}")
+    return value
+
+
 def parse_positive_seconds(text: str) -> float:
     """Seconds, finite and above zero (``nan``, ``inf`` and ``-1`` are refused)."""
     try:

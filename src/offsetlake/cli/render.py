@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from tabulate import tabulate
 
-from offsetlake.apply.executor import PartitionResult
+from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import ClusterHealth
 from offsetlake.apply.job import ApplyResult, ApplyStatus
 from offsetlake.apply.planner import Action, PlanRow
@@ -22,6 +22,7 @@ from offsetlake.pipeline.runner import PipelineRunResult
 
 PLAN_HEADERS = (
     "group",
+    "type",
     "topic",
     "partition",
     "current",
@@ -70,6 +71,7 @@ def plan_table(plan: Sequence[PlanRow], now: datetime) -> str:
         [
             (
                 row.consumer_group,
+                row.group_type or None,
                 row.topic,
                 row.partition,
                 row.current_offset,
@@ -98,6 +100,8 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
     elif result.request.dry_run:
         out.append(plan_table(result.plan, result.reference_time))
         out.append(_plan_totals(result))
+        if result.keep_alive:
+            out.append(result.keep_alive)
         if result.refusing_groups:
             refusing = ", ".join(result.refusing_groups)
             out.append(f"note: `apply` would refuse: active groups on the target: {refusing}")
@@ -148,7 +152,11 @@ def group_table(result: ApplyResult) -> str:
     lines = []
     for group, rows in sorted(rows_by_group.items()):
         verified = [row for row in rows if row.key in by_key and by_key[row.key].verified]
-        unchanged = [row for row in rows if row.action is Action.NOOP]
+        # A keep-alive re-commit leaves the offset where it was: unchanged, not applied.
+        unchanged = [row for row in rows if row.action is Action.NOOP] + [
+            row for row in verified if row.action is Action.REFRESH_RETENTION
+        ]
+        verified = [row for row in verified if row.action is not Action.REFRESH_RETENTION]
         refused = [row for row in rows if row not in verified and row not in unchanged]
         ages = [age for row in rows if (age := row.age(result.reference_time)) is not None]
         problems = [by_key[row.key].error or "" for row in refused if row.key in by_key] + [
@@ -208,7 +216,11 @@ def group_summaries(plan: Sequence[PlanRow], results: Sequence[PartitionResult])
     lines = []
     for group, rows in sorted(rows_by_group.items()):
         statuses = Counter(_final_status(row, by_key) for row in rows)
-        applied = [row for row in rows if row.key in by_key and by_key[row.key].verified]
+        applied = [
+            row
+            for row in rows
+            if row.key in by_key and by_key[row.key].verified and row.action is not Action.REFRESH_RETENTION
+        ]
         moved = [row for row in applied if row.current_offset is not None]
         errors = [by_key[row.key].error for row in rows if row.key in by_key and by_key[row.key].error]
         refusals = [row.reason for row in rows if not row.action.alters and row.action is not Action.NOOP]
@@ -239,7 +251,11 @@ def flow_outcomes(result: PipelineRunResult) -> str:
 
 def _final_status(row: PlanRow, results: dict[tuple[str, str, int], PartitionResult]) -> str:
     result = results.get(row.key)
-    return result.outcome.value if result is not None else row.action.value
+    if result is None:
+        return row.action.value
+    if row.action is Action.REFRESH_RETENTION and result.outcome is Outcome.APPLIED:
+        return "refreshed"
+    return result.outcome.value
 
 
 def _plan_totals(result: ApplyResult) -> str:

@@ -12,17 +12,19 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
     IsolationLevel,
     KafkaError,
     KafkaException,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from offsetlake.errors import ExternalError
 from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
@@ -142,6 +144,26 @@ def error_code(error: KafkaException) -> Any:
     return error.args[0].code() if error.args and isinstance(error.args[0], KafkaError) else None
 
 
+OFFSETS_RETENTION_CONFIG = "offsets.retention.minutes"
+
+
+def read_offsets_retention(admin: AdminClient, *, timeout_s: float) -> timedelta | None:
+    """The cluster's ``offsets.retention.minutes`` from one broker's configuration, or None when
+    it cannot be read (no DescribeConfigs permission, a broker that does not implement it)."""
+    try:
+        brokers = sorted(read_metadata(admin, timeout_s=timeout_s).brokers)
+        if not brokers:
+            return None
+        resource = ConfigResource(ResourceType.BROKER, str(brokers[0]))
+        configs = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(
+            timeout=timeout_s
+        )
+        entry = configs.get(OFFSETS_RETENTION_CONFIG)
+        return timedelta(minutes=int(entry.value)) if entry is not None and entry.value else None
+    except (KafkaException, TimeoutError, ValueError):
+        return None
+
+
 def list_partition_counts(admin: AdminClient, *, timeout_s: float) -> dict[str, int]:
     """Every topic the client may see and its number of partitions."""
     try:
@@ -162,30 +184,56 @@ def list_group_ids(admin: AdminClient, *, timeout_s: float) -> list[str]:
     return [group.group_id for group in listing.valid]
 
 
-def describe_group_states(
-    admin: AdminClient, groups: Iterable[str], *, timeout_s: float
-) -> tuple[dict[str, ConsumerGroupState | None], dict[str, KafkaAdminError]]:
-    """(state per group, error per group that could not be described).
+@dataclass(frozen=True)
+class GroupDescription:
+    """A consumer group as the cluster describes it; ``state`` None: the cluster does not know it."""
 
+    state: ConsumerGroupState | None
+    type: ConsumerGroupType
+    """CLASSIC or CONSUMER (KIP-848); UNKNOWN when the broker does not say (DescribeGroups before
+    Kafka 4, Tansu) or for a group of another kind."""
+    members: int
+
+
+def describe_groups(
+    admin: AdminClient, groups: Iterable[str], *, timeout_s: float
+) -> tuple[dict[str, GroupDescription], dict[str, KafkaAdminError]]:
+    """(description per group, error per group that could not be described).
+
+    librdkafka (>= 2.10) asks with ConsumerGroupDescribe first and falls back to DescribeGroups,
+    so groups on the KIP-848 consumer protocol are described with their real state and members.
     A group the cluster does not know has state None (GROUP_ID_NOT_FOUND, KIP-1043).
     """
     groups = list(groups)
-    states: dict[str, ConsumerGroupState | None] = {}
+    described: dict[str, GroupDescription] = {}
     failures: dict[str, KafkaAdminError] = {}
     if not groups:
-        return states, failures
+        return described, failures
     deadline = time.monotonic() + timeout_s
     for group, future in admin.describe_consumer_groups(groups, request_timeout=timeout_s).items():
         try:
-            states[group] = future.result(timeout=_remaining(deadline)).state
+            description = future.result(timeout=_remaining(deadline))
+            described[group] = GroupDescription(
+                getattr(description, "state", None),
+                getattr(description, "type", ConsumerGroupType.UNKNOWN),
+                len(description.members or []),
+            )
         except KafkaException as error:
             if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
-                states[group] = None
+                described[group] = GroupDescription(None, ConsumerGroupType.UNKNOWN, 0)
             else:
                 failures[group] = admin_error(error, f"cannot describe group {group}")
         except TimeoutError as error:
             failures[group] = admin_error(error, f"cannot describe group {group}: timed out")
-    return states, failures
+    return described, failures
+
+
+def describe_group_states(
+    admin: AdminClient, groups: Iterable[str], *, timeout_s: float
+) -> tuple[dict[str, ConsumerGroupState | None], dict[str, KafkaAdminError]]:
+    """(state per group, error per group that could not be described); see :func:`describe_groups`."""
+    described, failures = describe_groups(admin, groups, timeout_s=timeout_s)
+    return {group: description.state for group, description in described.items()}, failures
 
 
 def list_committed_offsets(
