@@ -11,7 +11,15 @@ Then the target stops answering: ``--stall-groups`` groups (default 300) are app
 seconds from the pause to the executor's return, and the outcomes; then the median. Goal (issue
 "one bad row never blocks a failover"): about two request timeouts, never one timeout per group.
 
+Then the network: a third broker behind offsetlake_dev.latency_proxy, which delays every byte by
+``--delays-ms`` each way (default 0, 2 and 20 ms), takes ``--network-groups`` groups x
+``--network-partitions`` partitions (default 1,000 x 100; the issue's scale is 10,000 x 100). Per
+delay: reading the target and planning, then apply + read-back verify with ``--network-concurrency``
+groups at once, against one group at a time on ``--sequential-sample`` groups (the sequential rate is
+measured on the sample and extrapolated: at 20 ms, 10,000 groups one by one take tens of minutes).
+
 Usage: .venv/bin/python benchmarks/bench_apply.py [--groups 5000] [--concurrency 16] [--rounds 3]
+       [--delays-ms 0,2,20] [--network-groups 10000] [--network-partitions 100]
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from offsetlake.apply.executor import Outcome, execute_plan
 from offsetlake.apply.planner import Action, GoldOffset, Guards, build_plan
 from offsetlake.apply.target_state import read_target_state
+from offsetlake_dev.latency_proxy import DelayedBroker, delayed_broker
 from offsetlake_dev.local_cluster import running_clusters
 
 PARTITIONS = 8
@@ -62,15 +71,15 @@ class Figures:
         return self.groups / self.total_s
 
 
-def prepare_topics(bootstrap: str) -> list[str]:
-    """TOPICS topics of PARTITIONS partitions, each holding RECORDS_PER_PARTITION records."""
+def prepare_topics(bootstrap: str, topic_count: int = TOPICS, partitions: int = PARTITIONS) -> list[str]:
+    """``topic_count`` topics of ``partitions`` partitions, each holding RECORDS_PER_PARTITION records."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [f"bench-{index:03d}" for index in range(TOPICS)]
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS) for topic in topics]).values():
+    topics = [f"bench-{index:03d}" for index in range(topic_count)]
+    for future in admin.create_topics([NewTopic(topic, partitions) for topic in topics]).values():
         future.result(timeout=TIMEOUT_S)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for topic in topics:
-        for partition in range(PARTITIONS):
+        for partition in range(partitions):
             for _ in range(RECORDS_PER_PARTITION):
                 producer.produce(topic, b"x", partition=partition)
                 # Tansu quirk: ListOffsets "latest" is wrong after a multi-record batch.
@@ -78,8 +87,11 @@ def prepare_topics(bootstrap: str) -> list[str]:
     return topics
 
 
-def gold_offsets(prefix: str, groups: int, topics: list[str], now: datetime) -> list[GoldOffset]:
-    """Each group consumed one topic; translations land anywhere in [0, log end]."""
+def gold_offsets(
+    prefix: str, groups: int, topics: list[str], now: datetime, partitions: int = PARTITIONS
+) -> list[GoldOffset]:
+    """Each group consumed one topic; translations land anywhere in [1, log end] (never 0, so
+    every partition of a new group is an alter: the benchmark measures alters, not no-ops)."""
     rng = random.Random(prefix)
     return [
         GoldOffset(
@@ -87,12 +99,12 @@ def gold_offsets(prefix: str, groups: int, topics: list[str], now: datetime) -> 
             f"{prefix}-{group:05d}",
             topics[group % len(topics)],
             partition,
-            rng.randint(0, RECORDS_PER_PARTITION),
+            rng.randint(1, RECORDS_PER_PARTITION),
             now - timedelta(seconds=30),
             "checkpoint",
         )
         for group in range(groups)
-        for partition in range(PARTITIONS)
+        for partition in range(partitions)
     ]
 
 
@@ -123,6 +135,44 @@ def run(bootstrap: str, offsets: list[GoldOffset], concurrency: int) -> Figures:
         raise RuntimeError(f"{len(results) - verified} partitions not verified, e.g. {failed}")
     groups = len({offset.consumer_group for offset in offsets})
     return Figures(groups, len(plan), read_s, plan_s, apply_s, verified)
+
+
+def network(options: argparse.Namespace, logs_dir: Path) -> None:
+    """Concurrent against sequential apply through the latency proxy, per delay."""
+    topic_count = max(1, min(options.network_groups, 10))
+    with delayed_broker(logs_dir) as broker:
+        started = time.perf_counter()
+        topics = prepare_topics(broker.bootstrap_servers, topic_count, options.network_partitions)
+        print(
+            f"\nnetwork: target behind a latency proxy ({broker.bootstrap_servers}): {topic_count} topics x "
+            f"{options.network_partitions} partitions ready in {time.perf_counter() - started:.1f} s"
+        )
+        now = datetime.now(UTC)
+        for delay_ms in options.delays_ms:
+            network_round(options, broker, topics, now, delay_ms)
+
+
+def network_round(
+    options: argparse.Namespace, broker: DelayedBroker, topics: list[str], now: datetime, delay_ms: float
+) -> None:
+    broker.proxy.delay_s = delay_ms / 1000
+    bootstrap, partitions = broker.bootstrap_servers, options.network_partitions
+    offsets = gold_offsets(f"net-{delay_ms:g}ms", options.network_groups, topics, now, partitions)
+    concurrent = run(bootstrap, offsets, options.network_concurrency)
+    sample = gold_offsets(f"net-seq-{delay_ms:g}ms", options.sequential_sample, topics, now, partitions)
+    sequential = run(bootstrap, sample, 1)
+    per_group_concurrent = concurrent.apply_verify_s / concurrent.groups
+    per_group_sequential = sequential.apply_verify_s / sequential.groups
+    print(
+        f"delay {delay_ms:g} ms each way: {concurrent.groups} groups x {partitions} partitions "
+        f"({concurrent.partitions} group-partitions): read target + plan "
+        f"{concurrent.read_target_s + concurrent.plan_s:.1f} s (read {concurrent.read_target_s:.1f}, "
+        f"plan {concurrent.plan_s:.1f}); apply+verify {concurrent.apply_verify_s:.1f} s with "
+        f"{options.network_concurrency} at once; one at a time {per_group_sequential * 1000:.1f} ms/group "
+        f"on {sequential.groups} groups (all {concurrent.groups}: "
+        f"~{per_group_sequential * concurrent.groups:.0f} s); "
+        f"speed-up {per_group_sequential / per_group_concurrent:.1f}x"
+    )
 
 
 def report(label: str, figures: Figures) -> None:
@@ -183,12 +233,26 @@ def main() -> None:
     parser.add_argument("--stall-groups", type=int, default=300)
     parser.add_argument("--stall-timeout", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--delays-ms", type=lambda text: [float(part) for part in text.split(",")], default=[0.0, 2.0, 20.0]
+    )
+    parser.add_argument("--network-groups", type=int, default=1000)
+    parser.add_argument("--network-partitions", type=int, default=100)
+    parser.add_argument("--network-concurrency", type=int, default=64)
+    parser.add_argument("--sequential-sample", type=int, default=50)
+    parser.add_argument("--skip-local", action="store_true", help="only the network scenario")
     options = parser.parse_args()
 
-    with (
-        tempfile.TemporaryDirectory(prefix="offsetlake-bench-") as home,
-        running_clusters(Path(home), preferred_ports=None) as pair,
-    ):
+    with tempfile.TemporaryDirectory(prefix="offsetlake-bench-") as home:
+        if not options.skip_local:
+            local(options, Path(home))
+        network(options, Path(home) / "logs")
+    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+def local(options: argparse.Namespace, home: Path) -> None:
+    """Concurrent against sequential on loopback, then the stalled target."""
+    with running_clusters(home, preferred_ports=None) as pair:
         bootstrap = pair.target.bootstrap_servers
         started = time.perf_counter()
         topics = prepare_topics(bootstrap)
@@ -201,6 +265,7 @@ def main() -> None:
         report(f"concurrent ({options.concurrency} at once)", concurrent)
         sequential = run(bootstrap, gold_offsets("bench-sequential", options.groups, topics, now), 1)
         report("sequential (1 at a time)", sequential)
+        print(f"speed-up concurrent / sequential: {concurrent.groups_per_s / sequential.groups_per_s:.1f}x")
         broker_pid = pair.target.pid
         if broker_pid is None:
             raise RuntimeError("the local target broker has no PID to pause")
@@ -217,8 +282,6 @@ def main() -> None:
             f"median {statistics.median(stalls):.1f} s from pause to return = "
             f"{statistics.median(stalls) / options.stall_timeout:.1f} request timeouts"
         )
-    print(f"speed-up concurrent / sequential: {concurrent.groups_per_s / sequential.groups_per_s:.1f}x")
-    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":

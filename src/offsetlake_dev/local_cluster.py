@@ -234,16 +234,39 @@ def _start_broker(
         port = None
 
 
-def _spawn(binary: str, name: str, port: int, logs_dir: Path) -> KafkaCluster:
+def start_broker(
+    name: str, *, port: int, advertised_port: int, logs_dir: Path, timeout_s: float = 10.0
+) -> KafkaCluster:
+    """One broker listening on ``port`` that tells clients to connect to ``advertised_port``
+    (a proxy in front of it); waits until it answers there. Not recorded in clusters.json."""
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    cluster = _spawn(_broker_binary(), name, port, logs_dir, advertised_port=advertised_port)
+    try:
+        _wait_until_answering(cluster, timeout_s)
+    except BaseException:
+        _terminate(cluster, timeout_s)
+        raise
+    return cluster
+
+
+def stop_broker(cluster: KafkaCluster, *, timeout_s: float = 10.0) -> None:
+    """Stop a broker :func:`start_broker` started."""
+    _terminate(cluster, timeout_s)
+
+
+def _spawn(
+    binary: str, name: str, port: int, logs_dir: Path, *, advertised_port: int | None = None
+) -> KafkaCluster:
     log_path = logs_dir / f"{name}.log"
     listener = _listener_url(port)
+    advertised = _listener_url(advertised_port or port)
     command = [
         binary,
         "broker",
         "--listener-url",
         listener,
         "--advertised-listener-url",
-        listener,
+        advertised,
         "--cluster-id",
         _cluster_id(name),
     ]
@@ -257,7 +280,7 @@ def _spawn(binary: str, name: str, port: int, logs_dir: Path) -> KafkaCluster:
             env={**os.environ, "NO_COLOR": "1"},
         )
     _CHILDREN[process.pid] = process
-    return KafkaCluster(name, f"{LOOPBACK}:{port}", port, process.pid, str(log_path))
+    return KafkaCluster(name, f"{LOOPBACK}:{advertised_port or port}", port, process.pid, str(log_path))
 
 
 def _wait_until_answering(cluster: KafkaCluster, timeout_s: float) -> None:

@@ -1,0 +1,84 @@
+"""The latency proxy adds the delay it is set to, and a broker behind it keeps clients on it."""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from offsetlake_dev.latency_proxy import LatencyProxy, delayed_broker
+from offsetlake_dev.local_cluster import LOOPBACK
+
+DELAY_S = 0.05
+
+
+@pytest.fixture
+def echo_server() -> Iterator[int]:
+    """A loopback TCP server that sends back whatever it receives."""
+    server = socket.create_server((LOOPBACK, 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            with connection:
+                while data := connection.recv(65536):
+                    connection.sendall(data)
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+def _round_trips(port: int, count: int = 5, size: int = 1) -> list[float]:
+    with socket.create_connection((LOOPBACK, port), timeout=10) as connection:
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        seconds = []
+        for _ in range(count):
+            started = time.monotonic()
+            connection.sendall(b"x" * size)
+            received = 0
+            while received < size:
+                received += len(connection.recv(65536))
+            seconds.append(time.monotonic() - started)
+    return seconds
+
+
+def test_each_direction_is_delayed_by_the_set_time_and_order_is_kept(echo_server: int) -> None:
+    with LatencyProxy((LOOPBACK, echo_server), delay_s=DELAY_S) as proxy:
+        delayed = statistics.median(_round_trips(proxy.port))
+        proxy.delay_s = 0.0
+        undelayed = statistics.median(_round_trips(proxy.port))
+        # Large payloads arrive whole and in order through the delayed pipes.
+        proxy.delay_s = 0.01
+        with socket.create_connection((LOOPBACK, proxy.port), timeout=10) as connection:
+            payload = bytes(range(256)) * 4096  # 1 MiB
+            connection.sendall(payload)
+            echoed = b""
+            while len(echoed) < len(payload):
+                echoed += connection.recv(65536)
+    assert echoed == payload
+    # A round trip crosses the proxy twice: 2 x 50 ms, plus scheduling noise on a busy machine.
+    assert 2 * DELAY_S <= delayed < 2 * DELAY_S + 0.15, delayed
+    assert undelayed < 0.03, undelayed
+
+
+@pytest.mark.kafka
+def test_a_broker_behind_the_proxy_advertises_the_proxy(tmp_path: Path) -> None:
+    with delayed_broker(tmp_path, delay_s=DELAY_S) as delayed:
+        admin = AdminClient({"bootstrap.servers": delayed.bootstrap_servers})
+        metadata = admin.list_topics(timeout=10)
+        assert [(broker.host, broker.port) for broker in metadata.brokers.values()] == [
+            (LOOPBACK, delayed.proxy.port)
+        ]
+        started = time.monotonic()
+        admin.list_topics(timeout=10)  # over the connection already open: one round trip
+        assert time.monotonic() - started >= 2 * DELAY_S
