@@ -24,6 +24,13 @@ LOCAL_SCHEMA = "offsetlake"
 LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 
 
+# Local Spark processes live for seconds to minutes on small data: the JIT's optimising tier and a
+# parallel collector cost more CPU than they save. Measured on the loaded 2-core machine: a short
+# session (start, a small aggregation, a table write) 40 s -> 25 s (median of 3); a pipeline update
+# over 100,000 checkpoints 223 s -> 161 s (start-up 97 s -> 50 s). Only local processes use this.
+_SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def local_spark_conf(home: Path | None = None) -> dict[str, str]:
     """Static Spark settings every local process must share to see the same tables."""
     home = home or local_home()
@@ -34,7 +41,8 @@ def local_spark_conf(home: Path | None = None) -> dict[str, str]:
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
         ),
         "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={home} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
+            f"-Dderby.system.home={home} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} "
+            + _SHORT_LIVED_JVM
         ),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
