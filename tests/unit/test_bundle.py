@@ -175,7 +175,7 @@ def test_job_runs_the_pipeline_then_applies_offsets_once_at_a_time(
     assert wheel_task is not None
     assert wheel_task.package_name == project["name"]
     # python_wheel_task looks the entry point up in the wheel's metadata: it must be a script.
-    assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli.main:main"
+    assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli.main:entry_point"
     assert [str(parameter) for parameter in wheel_task.parameters] == [
         "apply",
         "--catalog", "${var.catalog}",
