@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OFFSETLAKE_VENV := $(VENV)
 
-.PHONY: bootstrap demo test lint format bench up down clean lock
+.PHONY: bootstrap demo test test-compat lint format bench up down clean lock
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -14,6 +14,10 @@ demo: bootstrap
 test: bootstrap
 	@$(VENV)/bin/ruff check .
 	@$(PY) -m pytest --durations=15
+
+# The Databricks path (data sources, Spark decoding) under the PySpark Databricks runs (.venv-compat).
+test-compat:
+	@scripts/compat_tests.sh
 
 lint: bootstrap
 	@$(VENV)/bin/ruff check .

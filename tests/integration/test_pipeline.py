@@ -40,6 +40,26 @@ TARGET_ALIAS = "tgt"
 # (upstream, downstream) in write order; 20 is synced twice and the later sync must win.
 EAST_ORDERS_SYNCS = ((0, 0), (10, 8), (20, 15), (20, 16), (35, 30))
 REPO_SQL = Path(__file__).resolve().parents[2] / "sql"
+DASHBOARD = Path(__file__).resolve().parents[2] / "src" / "dashboards" / "offsetlake_freshness.lvdash.json"
+ALERTS = Path(__file__).resolve().parents[2] / "resources" / "offsetlake.alert.yml"
+# apply_audit is written by plan/apply, not the pipeline scenario: its dataset is not run here (yet).
+_NOT_PIPELINE_DATASETS = {"apply_outcomes"}
+
+
+def dashboard_queries() -> dict[str, str]:
+    """The dashboard's dataset queries (unqualified: the schema is offsetlake locally) and the
+    alerts' queries with the bundle's ${var.catalog}.${var.schema}. prefix taken off."""
+    import yaml
+
+    datasets = json.loads(DASHBOARD.read_text(encoding="utf-8"))["datasets"]
+    queries = {
+        f"dashboard:{d['name']}": " ".join(d["queryLines"])
+        for d in datasets
+        if d["name"] not in _NOT_PIPELINE_DATASETS
+    }
+    for name, alert in yaml.safe_load(ALERTS.read_text(encoding="utf-8"))["resources"]["alerts"].items():
+        queries[f"alert:{name}"] = alert["query_text"].replace("${var.catalog}.${var.schema}.", "")
+    return queries
 
 
 @dataclass
@@ -87,7 +107,7 @@ def _describe_and_example_queries() -> dict[str, str]:
     examples = {
         f"sql:{path.stem}": path.read_text(encoding="utf-8") for path in sorted(REPO_SQL.glob("*.sql"))
     }
-    return describe | examples
+    return describe | examples | dashboard_queries()
 
 
 def _run(scenario_home: Path, settings: PipelineSettings) -> PipelineRunResult:
@@ -342,6 +362,21 @@ def test_every_sql_example_runs_against_the_populated_tables(scenario: Scenario)
     assert quarantined == len(scenario.tables["quarantine"])
     east = next(row for row in by_file["stale_checkpoints"] if row["source_cluster"] == "east")
     assert east["partitions_behind_committed_offset"] == 1  # the "stale" group
+
+
+def test_every_dashboard_dataset_and_alert_query_runs_against_the_local_tables(scenario: Scenario) -> None:
+    """A renamed column breaks CI, not the dashboard."""
+    results = {
+        name: rows for name, rows in scenario.tables.items() if name.startswith(("dashboard:", "alert:"))
+    }
+    assert set(results) == set(dashboard_queries())
+    clusters = {row["source_cluster"] for row in results["dashboard:translation_age"]}
+    assert clusters == {row["source_cluster"] for row in scenario.tables["latest_offsets"]}
+    assert sum(row["records"] for row in results["dashboard:quarantine_by_reason"]) == len(
+        scenario.tables["quarantine"]
+    )
+    (alert,) = results["alert:offsetlake_stale_translations"]
+    assert alert["oldest_age_seconds"] == max(row["age_seconds"] for row in scenario.tables["latest_offsets"])
 
 
 def test_a_rerun_without_new_records_changes_nothing(scenario: Scenario) -> None:

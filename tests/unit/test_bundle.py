@@ -8,6 +8,8 @@ configuration keys cannot drift from the documented contract.
 from __future__ import annotations
 
 import copy
+import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -34,10 +36,12 @@ from tests.bundle_validation import (
     variable_references,
 )
 
-JOB_FILE = RESOURCES_DIR / "offsetlake.job.yml"
+JOB_FILE = RESOURCES_DIR / "offsetlake.failover.job.yml"
+SYNC_JOB_FILE = RESOURCES_DIR / "offsetlake.sync.job.yml"
 PIPELINE_FILE = RESOURCES_DIR / "offsetlake.pipeline.yml"
 TRANSFORMATIONS_DIR = REPO_ROOT / "src" / "offsetlake" / "pipeline" / "transformations"
 JOB_KEY = "offsetlake_failover"
+SYNC_JOB_KEY = "offsetlake_sync"
 PIPELINE_KEY = "offsetlake_pipeline"
 
 
@@ -87,7 +91,15 @@ def test_bundle_includes_exactly_the_resource_files() -> None:
     bundle = load_yaml(BUNDLE_ROOT_FILE)
     assert bundle["bundle"]["name"] == "offsetlake"
     assert bundle["include"] == ["resources/*.yml"]
-    assert [path.name for path in bundle_files()[1:]] == ["offsetlake.job.yml", "offsetlake.pipeline.yml"]
+    assert [path.name for path in bundle_files()[1:]] == [
+        "offsetlake.alert.yml",
+        "offsetlake.dashboard.yml",
+        "offsetlake.failover.job.yml",
+        "offsetlake.pipeline.yml",
+        "offsetlake.schema.yml",
+        "offsetlake.secrets.yml",
+        "offsetlake.sync.job.yml",
+    ]
 
 
 _DELETE = object()
@@ -115,8 +127,9 @@ _JOB_PATH = f"$.resources.jobs.{JOB_KEY}"
             (f"{_JOB_PATH}.tasks[1]", "'task_key' is a required property"), id="task-without-key",
         ),
         pytest.param(
-            JOB_FILE, [*_JOB, "schedule", "pause_status"], "SOMETIMES",
-            (f"{_JOB_PATH}.schedule.pause_status", "one of UNPAUSED, PAUSED"), id="bad-enum",
+            SYNC_JOB_FILE, ["resources", "jobs", SYNC_JOB_KEY, "schedule", "pause_status"], "SOMETIMES",
+            (f"$.resources.jobs.{SYNC_JOB_KEY}.schedule.pause_status", "one of UNPAUSED, PAUSED"),
+            id="bad-enum",
         ),
         pytest.param(
             PIPELINE_FILE, [*_PIPELINE, "librarys"], [],
@@ -154,7 +167,7 @@ def test_interpolation_is_accepted_where_the_schema_wants_another_type(bundle_va
 # --- the job -----------------------------------------------------------------------------------
 
 
-def test_job_runs_the_pipeline_then_applies_offsets_once_at_a_time(
+def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
     job_settings: dict[str, Any], project: dict[str, Any]
 ) -> None:
     job = Job.from_dict(job_settings)
@@ -165,25 +178,89 @@ def test_job_runs_the_pipeline_then_applies_offsets_once_at_a_time(
     # The failover must not depend on the refresh succeeding (a dead source may fail it).
     assert apply.run_if == RunIf.ALL_DONE
     assert job.max_concurrent_runs == 1
+    assert job.schedule is None, "failover is run by an operator, never on a schedule"
     assert refresh.pipeline_task is not None
     assert str(refresh.pipeline_task.pipeline_id) == f"${{resources.pipelines.{PIPELINE_KEY}.id}}"
     assert refresh.pipeline_task.full_refresh is False
-    assert job.schedule is not None
-    assert str(job.schedule.pause_status) == "${var.schedule_pause_status}"
+    assert refresh.timeout_seconds and apply.timeout_seconds
 
     wheel_task = apply.python_wheel_task
     assert wheel_task is not None
     assert wheel_task.package_name == project["name"]
-    # python_wheel_task looks the entry point up in the wheel's metadata: it must be a script.
-    assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli.main:main"
+    # python_wheel_task looks the entry point up in the wheel's metadata: it must be a script
+    # that raises SystemExit on failure (tests/unit/test_entry_point.py).
+    assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli.main:entry_point"
     assert [str(parameter) for parameter in wheel_task.parameters] == [
-        "apply",
+        "${var.apply_command}",
+        "--as-of={{job.parameters.as_of}}",
+        "--groups={{job.parameters.groups}}",
+        "--active-group-policy={{job.parameters.active_group_policy}}",
+        "--allow-rewind={{job.parameters.allow_rewind}}",
+        "--max-age={{job.parameters.max_age}}",
         "--catalog", "${var.catalog}",
         "--schema", "${var.schema}",
         "--target-bootstrap-servers", "${var.target_bootstrap_servers}",
         "--secret-scope", "${var.secret_scope}",
         "--method-precedence", "${var.method_precedence}",
     ]  # fmt: skip
+
+
+def test_failover_job_parameters_are_the_operators_choices_with_safe_defaults(
+    job_settings: dict[str, Any],
+) -> None:
+    parameters = {p.name: p.default for p in Job.from_dict(job_settings).parameters}
+    assert parameters == {
+        "as_of": "",
+        "groups": ".*",
+        "active_group_policy": "fail",
+        "allow_rewind": "false",
+        "max_age": "1h",
+    }
+    parser = build_parser()
+    (apply,) = [task for task in job_settings["tasks"] if task["task_key"] == "apply_offsets"]
+    arguments = [
+        re.sub(r"\{\{job\.parameters\.(\w+)\}\}", lambda m: str(parameters[m.group(1)]), parameter)
+        for parameter in apply["python_wheel_task"]["parameters"][1:6]
+    ]
+    parsed = parser.parse_args(["apply", *arguments])
+    assert (parsed.as_of, parsed.allow_rewind, str(parsed.active_group_policy)) == (None, False, "fail")
+
+
+def test_sync_job_keeps_standby_groups_current_on_a_schedule(project: dict[str, Any]) -> None:
+    settings = load_yaml(SYNC_JOB_FILE)["resources"]["jobs"][SYNC_JOB_KEY]
+    job = Job.from_dict(settings)
+    _, sync = job.tasks
+    assert [d.task_key for d in sync.depends_on] == ["refresh_pipeline"]
+    assert sync.run_if in (None, RunIf.ALL_SUCCESS)  # a routine sync applies only fresh offsets
+    assert job.schedule is not None
+    assert str(job.schedule.pause_status) == "${var.schedule_pause_status}"
+    assert job.max_concurrent_runs == 1
+    parameters = [str(p) for p in sync.python_wheel_task.parameters]  # type: ignore[union-attr]
+    assert parameters[:3] == ["${var.apply_command}", "--active-group-policy", "skip"]
+    assert project["scripts"][sync.python_wheel_task.entry_point] == "offsetlake.cli.main:entry_point"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("job_file", [JOB_FILE, SYNC_JOB_FILE], ids=lambda p: p.stem)
+def test_jobs_signal_failure_and_never_alert_for_skipped_runs(job_file: Path) -> None:
+    (settings,) = load_yaml(job_file)["resources"]["jobs"].values()
+    job = Job.from_dict(settings)
+    assert str(job.email_notifications.on_failure) == "${var.notification_emails}"  # type: ignore[union-attr]
+    assert str(job.webhook_notifications.on_failure) == "${var.notification_destinations}"  # type: ignore[union-attr]
+    assert job.notification_settings.no_alert_for_skipped_runs is True  # type: ignore[union-attr]
+    assert job.timeout_seconds and job.timeout_seconds > 0
+    (rule,) = job.health.rules  # type: ignore[union-attr]
+    assert (str(rule.metric), str(rule.op)) == (
+        "JobsHealthMetric.RUN_DURATION_SECONDS",
+        "JobsHealthOperator.GREATER_THAN",
+    )
+    apply = job.tasks[-1]
+    assert apply.max_retries and apply.max_retries > 0, "a rerun of apply converges: retry it"
+
+
+def test_pipeline_failure_is_notified(pipeline_settings: dict[str, Any]) -> None:
+    (notification,) = Pipeline.from_dict(pipeline_settings).notifications
+    assert str(notification.email_recipients) == "${var.notification_emails}"
+    assert {"on-update-failure", "on-flow-failure"} <= set(map(str, notification.alerts))
 
 
 def test_apply_task_parameters_parse_with_the_offsetlake_cli(job_settings: dict[str, Any]) -> None:
@@ -199,8 +276,9 @@ def test_apply_task_parameters_parse_with_the_offsetlake_cli(job_settings: dict[
     (apply,) = [task for task in job_settings["tasks"] if task["task_key"] == "apply_offsets"]
     arguments = [
         VARIABLE_REFERENCE.sub(lambda match: sample_values[match.group(1)], parameter)
-        for parameter in apply["python_wheel_task"]["parameters"]
+        for parameter in apply["python_wheel_task"]["parameters"][6:]
     ]
+    arguments.insert(0, "apply")
     parsed = vars(parser.parse_args(arguments))
     assert parsed["command"] == "apply"
     assert parsed["method_precedence"] == tuple(sample_values.pop("method_precedence").split(","))
@@ -231,7 +309,8 @@ def test_pipeline_loads_the_transformation_files(pipeline_settings: dict[str, An
     assert include.endswith("/**")
     assert (RESOURCES_DIR / include.removesuffix("/**")).resolve() == TRANSFORMATIONS_DIR
     assert (RESOURCES_DIR / str(pipeline.root_path)).resolve() == REPO_ROOT / "src"
-    assert (str(pipeline.catalog), str(pipeline.schema)) == ("${var.catalog}", "${var.schema}")
+    assert str(pipeline.catalog) == "${var.catalog}"
+    assert str(pipeline.schema) == "${resources.schemas.offsetlake_schema.name}"
     assert pipeline.serverless is True
     assert pipeline.environment is not None
     assert [str(dep) for dep in pipeline.environment.dependencies] == ["--editable ${workspace.file_path}"]
@@ -273,6 +352,114 @@ def test_pipeline_reads_kafka_with_the_builtin_format(pipeline_settings: dict[st
     assert pipeline_settings["configuration"]["offsetlake.kafka.reader"] == "builtin"
 
 
+def test_bronze_is_one_flow_per_source_and_refuses_a_full_refresh(pipeline_settings: dict[str, Any]) -> None:
+    from offsetlake.pipeline.settings import PipelineSettings
+
+    configuration = pipeline_settings["configuration"]
+    assert configuration["offsetlake.bronze.flows"] == "per_source"
+    settings = PipelineSettings.from_mapping(
+        {"offsetlake.target.bootstrap.servers": "t:1", "offsetlake.sources": "a=s:1"}
+        | {"offsetlake.bronze.flows": configuration["offsetlake.bronze.flows"]}
+    )
+    assert settings.bronze_table_properties == {"pipelines.reset.allowed": "false"}
+
+
+# --- targets: dev cannot touch production ---------------------------------------------------------
+
+
+def test_dev_only_plans_unless_apply_is_armed_and_prod_applies() -> None:
+    bundle = load_yaml(BUNDLE_ROOT_FILE)
+    assert bundle["variables"]["apply_command"]["default"] == "plan"
+    assert bundle["targets"]["dev"]["variables"]["apply_command"] == "plan"
+    assert bundle["targets"]["prod"]["variables"]["apply_command"] == "apply"
+    for job_file in (JOB_FILE, SYNC_JOB_FILE):
+        (settings,) = load_yaml(job_file)["resources"]["jobs"].values()
+        for task in settings["tasks"]:
+            if "python_wheel_task" in task:
+                assert task["python_wheel_task"]["parameters"][0] == "${var.apply_command}", job_file.name
+    assert build_parser().parse_args(["plan"]).command == "plan"
+
+
+def test_dev_and_prod_have_their_own_catalog_schema_and_secret_scope() -> None:
+    targets = load_yaml(BUNDLE_ROOT_FILE)["targets"]
+    names = ("catalog", "schema", "secret_scope")
+    dev, prod = ({name: targets[t]["variables"][name] for name in names} for t in ("dev", "prod"))
+    assert all(dev[name] != prod[name] for name in names), (dev, prod)
+
+
+def test_prod_root_path_is_not_writable_by_every_workspace_user() -> None:
+    root_path = load_yaml(BUNDLE_ROOT_FILE)["targets"]["prod"]["workspace"]["root_path"]
+    assert not root_path.startswith("/Workspace/Shared")
+    assert root_path.startswith("/Workspace/Users/${workspace.current_user.userName}/")
+
+
+def test_prod_protects_tables_from_bundle_destroy() -> None:
+    resources = load_yaml(BUNDLE_ROOT_FILE)["targets"]["prod"]["resources"]
+    assert resources["pipelines"][PIPELINE_KEY]["lifecycle"]["prevent_destroy"] is True
+    assert resources["schemas"]["offsetlake_schema"]["lifecycle"]["prevent_destroy"] is True
+
+
+def test_schema_secret_scope_dashboard_and_alert_load_as_bundle_resources() -> None:
+    from databricks.bundles.alerts import Alert
+    from databricks.bundles.dashboards import Dashboard
+    from databricks.bundles.schemas import Schema
+    from databricks.bundles.secret_scopes import SecretScope
+
+    schema = Schema.from_dict(
+        load_yaml(RESOURCES_DIR / "offsetlake.schema.yml")["resources"]["schemas"]["offsetlake_schema"]
+    )
+    assert schema.comment and str(schema.name) == "${var.schema}"
+    scope = SecretScope.from_dict(
+        load_yaml(RESOURCES_DIR / "offsetlake.secrets.yml")["resources"]["secret_scopes"]["offsetlake_kafka"]
+    )
+    assert str(scope.name) == "${var.secret_scope}"
+    prod_scope = load_yaml(BUNDLE_ROOT_FILE)["targets"]["prod"]["resources"]["secret_scopes"][
+        "offsetlake_kafka"
+    ]
+    assert {p["level"] for p in SecretScope.from_dict(prod_scope).as_dict()["permissions"]} == {
+        "READ",
+        "MANAGE",
+    }
+    dashboard = Dashboard.from_dict(
+        load_yaml(RESOURCES_DIR / "offsetlake.dashboard.yml")["resources"]["dashboards"][
+            "offsetlake_freshness"
+        ]
+    )
+    assert (str(dashboard.dataset_catalog), str(dashboard.dataset_schema)) == (
+        "${var.catalog}",
+        "${var.schema}",
+    )
+    assert (RESOURCES_DIR / str(dashboard.file_path)).is_file()
+    assert str(dashboard.warehouse_id) == "${var.warehouse_id}"
+    assert "lookup" in load_yaml(BUNDLE_ROOT_FILE)["variables"]["warehouse_id"]
+    alert = Alert.from_dict(
+        load_yaml(RESOURCES_DIR / "offsetlake.alert.yml")["resources"]["alerts"][
+            "offsetlake_stale_translations"
+        ]
+    )
+    assert "latest_offsets" in str(alert.query_text)
+
+
+def test_dashboard_datasets_name_tables_without_catalog_or_schema() -> None:
+    """dataset_catalog/dataset_schema place them per target; a qualified name would escape that."""
+    document = json.loads((REPO_ROOT / "src" / "dashboards" / "offsetlake_freshness.lvdash.json").read_text())
+    queries = {dataset["name"]: " ".join(dataset["queryLines"]) for dataset in document["datasets"]}
+    assert {"translation_age", "methods_disagree", "quarantine_by_reason", "apply_outcomes"} <= set(queries)
+    assert not [name for name, query in queries.items() if "offsetlake." in query or "${" in query]
+    widget_datasets = {
+        query["query"]["datasetName"]
+        for page in document["pages"]
+        for item in page["layout"]
+        for query in item["widget"]["queries"]
+    }
+    assert widget_datasets == set(queries)
+
+
+def test_sync_excludes_tests_benchmarks_and_fixtures() -> None:
+    exclude = load_yaml(BUNDLE_ROOT_FILE)["sync"]["exclude"]
+    assert {"tests/**", "benchmarks/**", "fixtures/**"} <= set(exclude)
+
+
 # --- variables and docs --------------------------------------------------------------------------
 
 
@@ -289,7 +476,7 @@ def test_every_variable_is_declared_described_and_used(variables: dict[str, dict
 
 def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, dict[str, Any]]) -> None:
     """Only the cluster addresses have no sensible default; everything else must deploy as is."""
-    required = {name for name, spec in variables.items() if "default" not in spec}
+    required = {name for name, spec in variables.items() if "default" not in spec and "lookup" not in spec}
     assert required == {"source_clusters", "target_bootstrap_servers"}
 
 

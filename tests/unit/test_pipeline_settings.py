@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from offsetlake.errors import InvalidValueError
 from offsetlake.pipeline.settings import (
     METHOD_PRECEDENCE,
     SOURCES,
@@ -70,3 +71,17 @@ def test_several_brokers_of_one_source_are_separated_by_semicolons() -> None:
 def test_bad_configuration_fails_naming_the_key(conf: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         PipelineSettings.from_mapping(conf)
+
+
+def test_bronze_refuses_a_full_refresh_only_with_one_flow_per_source() -> None:
+    """Databricks (per_source) never needs a full refresh to add a cluster, so bronze, the only
+    history beyond Kafka's retention, refuses one; locally (union) adding a cluster needs one."""
+    base = PipelineSettings.from_mapping(
+        {"offsetlake.target.bootstrap.servers": "t:1", "offsetlake.sources": "a=s:1"}
+    )
+    assert base.bronze_flows == "union"
+    assert base.bronze_table_properties == {}
+    per_source = PipelineSettings.from_mapping(base.to_conf() | {"offsetlake.bronze.flows": "per_source"})
+    assert per_source.bronze_table_properties == {"pipelines.reset.allowed": "false"}
+    with pytest.raises(InvalidValueError, match=r"offsetlake\.bronze\.flows"):
+        PipelineSettings.from_mapping(base.to_conf() | {"offsetlake.bronze.flows": "each"})

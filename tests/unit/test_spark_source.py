@@ -7,18 +7,26 @@ import socket
 import time
 
 import pytest
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.kafka.health import HealthOptions, HealthStreamReader
 from offsetlake.kafka.offset_ranges import EARLIEST, LATEST, OffsetOptionError, OffsetRange
 from offsetlake.kafka.range_reader import KafkaReadError, read_offset_range, reader_consumer_config
+from offsetlake.kafka.spark_compat import ADMISSION_CONTROL, ReadAllAvailable
 from offsetlake.kafka.spark_source import (
     DEFAULT_MAX_RECORDS_PER_PARTITION,
+    GROUP_OFFSETS_ARROW_SCHEMA,
+    GROUP_OFFSETS_SCHEMA,
+    KAFKA_ARROW_SCHEMA,
     KAFKA_SCHEMA,
+    GroupOffsetsStreamReader,
+    GroupSnapshotOptions,
     KafkaReadOptions,
     KafkaStreamReader,
+)
+
+needs_admission_control = pytest.mark.skipif(
+    not ADMISSION_CONTROL, reason="PySpark before 4.2 has no admission control for Python streaming sources"
 )
 
 BASE = {"kafka.bootstrap.servers": "b:9092", "subscribe": "orders"}
@@ -37,16 +45,35 @@ def test_defaults_follow_spark_streams_start_at_latest_batches_at_earliest() -> 
 
 def test_spark_lower_cased_option_names_are_understood() -> None:
     options = {name.lower(): value for name, value in BASE.items()} | {
-        "maxoffsetspertrigger": "10",
         "failondataloss": "FALSE",
         "kafkaconsumer.polltimeoutms": "2500",
     }
     parsed = KafkaReadOptions.parse(options, streaming=True)
-    assert (parsed.max_offsets_per_trigger, parsed.fail_on_data_loss, parsed.poll_timeout_s) == (
-        10,
-        False,
-        2.5,
-    )
+    assert (parsed.fail_on_data_loss, parsed.poll_timeout_s) == (False, 2.5)
+
+
+def test_max_offsets_per_trigger_only_where_spark_passes_a_read_limit() -> None:
+    options = BASE | {"maxoffsetspertrigger": "10"}
+    if ADMISSION_CONTROL:
+        assert KafkaReadOptions.parse(options, streaming=True).max_offsets_per_trigger == 10
+    else:
+        with pytest.raises(OffsetOptionError, match=r"needs PySpark 4\.2"):
+            KafkaReadOptions.parse(options, streaming=True)
+
+
+def test_arrow_schemas_are_the_spark_schemas() -> None:
+    """Built with pyarrow (PySpark's to_arrow_schema is internal; its keywords changed in 4.2)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    for spark_schema, arrow_schema in [
+        (KAFKA_SCHEMA, KAFKA_ARROW_SCHEMA),
+        (GROUP_OFFSETS_SCHEMA, GROUP_OFFSETS_ARROW_SCHEMA),
+    ]:
+        try:
+            converted = to_arrow_schema(spark_schema, timezone="UTC")  # PySpark 4.2
+        except TypeError:
+            converted = to_arrow_schema(spark_schema)  # PySpark 4.0: UTC timestamps by default
+        assert converted == arrow_schema, (converted, arrow_schema)
 
 
 @pytest.mark.parametrize(
@@ -57,7 +84,7 @@ def test_spark_lower_cased_option_names_are_understood() -> None:
         ({"kafka.auto.offset.reset": "earliest"}, True, "startingOffsets"),
         ({"endingOffsets": "latest"}, True, "batch reads only"),
         ({"maxOffsetsPerTrigger": "5"}, False, "streaming reads only"),
-        ({"maxOffsetsPerTrigger": "0"}, True, ">= 1"),
+        pytest.param({"maxOffsetsPerTrigger": "0"}, True, ">= 1", marks=needs_admission_control),
         ({"failOnDataLoss": "maybe"}, False, "true or false"),
         ({"includeHeaders": "false"}, False, "always includes headers"),
     ],
@@ -99,7 +126,7 @@ def test_a_broker_that_never_answers_is_an_error_not_a_hang() -> None:
     batches = read_offset_range(
         {"bootstrap.servers": f"127.0.0.1:{port}"},
         OffsetRange("orders", 0, 0, 10),
-        to_arrow_schema(KAFKA_SCHEMA, timezone="UTC"),
+        KAFKA_ARROW_SCHEMA,
         fail_on_data_loss=True,
         poll_timeout_s=2,
     )
@@ -148,6 +175,31 @@ def test_a_skipping_stream_reads_nothing_from_a_dead_cluster_and_asks_once() -> 
         failing.initialOffset()
 
 
+def test_without_its_start_a_stream_cannot_skip_a_dead_cluster_and_fails_instead() -> None:
+    """PySpark 4.0 calls latestOffset() with no start: any answer but the start would move the
+    stream's position (records skipped or read twice), so the reader fails the stream."""
+    options = {
+        "kafka.bootstrap.servers": _dead_endpoint(),
+        "subscribe": "orders",
+        "metadataTimeoutMs": "1000",
+    }
+    reader = KafkaStreamReader(KafkaReadOptions.parse(options | {"onUnreachable": "skip"}, streaming=True))
+    with pytest.raises(KafkaAdminError, match=r"needs PySpark 4\.2"):
+        reader.latestOffset()
+
+
+def test_a_group_snapshot_of_a_dead_cluster_is_an_empty_batch_with_or_without_its_start() -> None:
+    options = GroupSnapshotOptions.parse(
+        {"kafka.bootstrap.servers": _dead_endpoint(), "onUnreachable": "skip", "requestTimeoutMs": "1000"}
+    )
+    told = GroupOffsetsStreamReader(options)
+    assert told.latestOffset({"snapshot_ms": 5}, ReadAllAvailable()) == {"snapshot_ms": 5}
+    untold = GroupOffsetsStreamReader(options)  # PySpark 4.0: a new offset (a time), no partition
+    end = untold.latestOffset()
+    assert end["snapshot_ms"] > 5
+    assert untold.partitions({"snapshot_ms": 5}, end) == []
+
+
 def test_the_health_check_of_a_dead_cluster_is_one_row_with_its_error() -> None:
     options = HealthOptions.parse(
         {
@@ -160,6 +212,7 @@ def test_the_health_check_of_a_dead_cluster_is_one_row_with_its_error() -> None:
     reader = HealthStreamReader(options)
     first = reader.latestOffset({"checked_ms": 0}, ReadAllAvailable())
     assert reader.latestOffset(first, ReadAllAvailable()) == first  # asked again: no second batch
+    assert reader.latestOffset() == first  # PySpark 4.0 passes no start
     (partition,) = reader.partitions({"checked_ms": 0}, first)
     (batch,) = list(reader.read(partition))
     row = batch.to_pylist()[0]

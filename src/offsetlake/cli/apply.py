@@ -19,12 +19,13 @@ from offsetlake.cli import render
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import (
     add_cluster_options,
+    parse_bool,
     parse_duration,
     parse_fraction,
     parse_method_precedence,
+    parse_optional_timestamp,
     parse_positive_seconds,
     parse_regex,
-    parse_timestamp,
     positive_int,
 )
 from offsetlake.cli.pipeline import kafka_properties
@@ -96,8 +97,9 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
     """Every guard and selection flag of an apply run (plan, apply, failover share them)."""
     parser.add_argument(
         "--as-of",
-        type=parse_timestamp,
-        help="restore the offsets gold had at this time (ISO 8601, UTC if no zone), from offset_history",
+        type=parse_optional_timestamp,
+        help="restore the offsets gold had at this time (ISO 8601, UTC if no zone), from offset_history; "
+        "empty or `none`: the latest offsets",
     )
     parser.add_argument(
         "--method-precedence",
@@ -116,9 +118,13 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
     parser.add_argument("--exclude-topics", type=parse_regex, help="regex of target topics to leave alone")
     parser.add_argument(
         "--allow-rewind",
-        action="store_true",
+        nargs="?",
+        type=parse_bool,
+        const=True,
+        default=False,
+        metavar="true|false",
         help="move groups backwards (re-reading data), including translations older than "
-        "the ones already applied",
+        "the ones already applied (`--allow-rewind` alone is true)",
     )
     parser.add_argument(
         "--active-group-policy",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -82,7 +81,21 @@ def run_command(argv: Sequence[str] | None = None, context: Context | None = Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command in this process; returns the exit status (testable without exiting)."""
     return run_command(argv, Context(owns_process=True))
+
+
+def entry_point() -> None:
+    """The wheel's ``offsetlake`` entry point: the console script and the Databricks job task.
+
+    A ``python_wheel_task`` calls the entry point's function with the task parameters in
+    ``sys.argv`` and ignores what it returns, so a failed or refused ``apply`` (1, 3) returned as a
+    value would show as a successful task and fire no alert. A non-zero status therefore leaves as
+    ``SystemExit``; success returns normally.
+    """
+    status = main()
+    if status:
+        raise SystemExit(status)
 
 
 def _configure_logging(context: Context, *, verbose: bool) -> None:
@@ -104,4 +117,4 @@ def _configure_logging(context: Context, *, verbose: bool) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry_point()

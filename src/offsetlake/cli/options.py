@@ -38,6 +38,19 @@ def parse_timestamp(text: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def parse_optional_timestamp(text: str) -> datetime | None:
+    """As parse_timestamp; empty or ``none`` is no time (a job parameter left at its default)."""
+    return None if text.strip().lower() in ("", "none") else parse_timestamp(text)
+
+
+def parse_bool(text: str) -> bool:
+    """``true``/``false`` (any case), for flags a job parameter sets as ``--flag=VALUE``."""
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return lowered == "true"
+
+
 def parse_method_precedence(text: str) -> tuple[str, ...]:
     """``mapping,offset_sync,checkpoint`` in any order, each method exactly once."""
     try:

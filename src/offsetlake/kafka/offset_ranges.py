@@ -251,9 +251,7 @@ def next_stream_end(
     ``log_start``/``log_end`` cover the partitions subscribed now; new ones are read from their
     log start. ``target`` is the Trigger.AvailableNow snapshot that the batch must not pass.
     """
-    vanished = sorted(set(start) - set(log_end))
-    if vanished:
-        report_data_loss(fail_on_data_loss, f"partitions disappeared: {_names(vanished)}")
+    report_vanished(start, log_end, fail_on_data_loss=fail_on_data_loss)
     end = dict(log_end)
     if target is not None:
         end = {key: min(offset, target[key]) for key, offset in end.items() if key in target}
@@ -263,6 +261,15 @@ def next_stream_end(
         }
         end = cap_offsets(readable_start, end, max_offsets)
     return end
+
+
+def report_vanished(
+    start: Mapping[PartitionKey, int], current: Mapping[PartitionKey, int], *, fail_on_data_loss: bool
+) -> None:
+    """Partitions the stream had that the cluster no longer has are data loss."""
+    vanished = sorted(set(start) - set(current))
+    if vanished:
+        report_data_loss(fail_on_data_loss, f"partitions disappeared: {_names(vanished)}")
 
 
 def plan_stream_ranges(

@@ -22,13 +22,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    SupportsTriggerAvailableNow,
-)
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -62,10 +55,18 @@ from offsetlake.kafka.offset_ranges import (
     next_stream_end,
     plan_batch_ranges,
     plan_stream_ranges,
+    report_vanished,
     split_ranges,
     to_stream_offset,
 )
 from offsetlake.kafka.range_reader import read_offset_range
+from offsetlake.kafka.spark_compat import (
+    ADMISSION_CONTROL,
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,6 +92,21 @@ KAFKA_SCHEMA = StructType(
     ]
 )
 
+# The same columns as Arrow, built with pyarrow itself: PySpark's to_arrow_schema is internal and its
+# keywords differ between versions. tests/unit/test_spark_source.py holds the two schemas equal.
+KAFKA_ARROW_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+        pa.field("timestampType", pa.int32()),
+        pa.field("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+    ]
+)
+
 GROUP_OFFSETS_SOURCE_NAME = "offsetlake_group_offsets"
 
 GROUP_OFFSETS_SCHEMA = StructType(
@@ -102,6 +118,17 @@ GROUP_OFFSETS_SCHEMA = StructType(
         StructField("committed_offset", LongType()),
         StructField("metadata", StringType()),
         StructField("snapshot_time", TimestampType()),
+    ]
+)
+GROUP_OFFSETS_ARROW_SCHEMA = pa.schema(
+    [
+        pa.field("consumer_group", pa.string()),
+        pa.field("group_state", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("committed_offset", pa.int64()),
+        pa.field("metadata", pa.string()),
+        pa.field("snapshot_time", pa.timestamp("us", tz="UTC")),
     ]
 )
 
@@ -149,6 +176,10 @@ class KafkaReadOptions:
         if not streaming and lowered.get("maxoffsetspertrigger"):
             raise OffsetOptionError("maxOffsetsPerTrigger is for streaming reads only")
         max_offsets = lowered.get("maxoffsetspertrigger")
+        if max_offsets and not ADMISSION_CONTROL:
+            raise OffsetOptionError(
+                "maxOffsetsPerTrigger needs PySpark 4.2 or later (admission control for Python data sources)"
+            )
         poll_timeout_ms = _parse_positive_int(
             lowered.get("kafkaconsumer.polltimeoutms", str(DEFAULT_POLL_TIMEOUT_MS)),
             "kafkaConsumer.pollTimeoutMs",
@@ -275,13 +306,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         layout = self._reachable_layout()
         self._available_now_target = None if layout is None else layout[2]
 
-    def latestOffset(self, start: dict[str, dict[str, int]], limit: ReadLimit) -> dict[str, dict[str, int]]:  # noqa: N802 (Spark API)
-        layout = self._reachable_layout()
+    def latestOffset(  # noqa: N802 (Spark API)
+        self, start: dict[str, dict[str, int]] | None = None, limit: ReadLimit | None = None
+    ) -> dict[str, dict[str, int]]:
+        """PySpark 4.2 passes the batch's start and limit; 4.0 passes neither (spark_compat.py)."""
+        layout = self._reachable_layout(can_skip=start is not None)
         if layout is None:
-            return start  # the same offset: Spark runs no batch, nothing is skipped
+            return start  # type: ignore[return-value]  # the same offset: no batch, nothing skipped
         _, log_start, log_end = layout
         end = next_stream_end(
-            from_stream_offset(start),
+            from_stream_offset(start or {}),
             log_start,
             log_end,
             fail_on_data_loss=self.options.fail_on_data_loss,
@@ -294,9 +328,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
     ) -> list[InputPartition]:
         end_offsets = from_stream_offset(end)
+        start_offsets = from_stream_offset(start)
+        if not ADMISSION_CONTROL:  # latestOffset did not see the start, so it could not check this
+            report_vanished(start_offsets, end_offsets, fail_on_data_loss=self.options.fail_on_data_loss)
         log_start, _ = self._cluster().log_offsets(sorted(end_offsets))
         ranges = plan_stream_ranges(
-            from_stream_offset(start),
+            start_offsets,
             end_offsets,
             log_start,
             fail_on_data_loss=self.options.fail_on_data_loss,
@@ -311,10 +348,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._metadata.close()
 
     def _reachable_layout(
-        self,
+        self, *, can_skip: bool = True
     ) -> tuple[list[PartitionKey], dict[PartitionKey, int], dict[PartitionKey, int]] | None:
         """The layout, or None when the cluster does not answer and onUnreachable=skip. Once it
-        did not answer, this reader does not ask again: an update pays the timeout once."""
+        did not answer, this reader does not ask again: an update pays the timeout once.
+
+        Skipping means answering with the stream's own start offset, so it needs ``can_skip``: on
+        PySpark before 4.2 latestOffset is not told the start, and any other answer would move the
+        stream's position; there an unreachable cluster fails the stream (after the timeout)."""
         if self._unreachable:
             return None
         try:
@@ -322,6 +363,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except KafkaAdminError as error:
             if not self.options.skip_unreachable:
                 raise
+            if not can_skip:
+                raise KafkaAdminError(
+                    f"{error} (onUnreachable=skip needs PySpark 4.2 or later: this Spark does not tell "
+                    "the source where its stream stands, so it cannot skip without losing its place)"
+                ) from error
             self._unreachable = True
             _LOG.warning(
                 "cluster %s did not answer (%s): no records from it this micro-batch",
@@ -389,9 +435,8 @@ class GroupSnapshotOptions:
         rows = snapshot_group_offsets(self.client_config, self.include, self.exclude, self.timeout_s)
         if not rows:
             return
-        schema = to_arrow_schema(GROUP_OFFSETS_SCHEMA, timezone="UTC")
         columns = {field.name: [getattr(row, field.name) for row in rows] for field in GROUP_OFFSETS_SCHEMA}
-        yield pa.RecordBatch.from_pydict(columns, schema=schema)
+        yield pa.RecordBatch.from_pydict(columns, schema=GROUP_OFFSETS_ARROW_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -425,11 +470,15 @@ class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
         self._available_now_target = _now_ms()
 
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:  # noqa: N802 (Spark API)
-        if self.options.skip_unreachable and not self._answers():
-            return start  # no snapshot this update
+    def latestOffset(  # noqa: N802 (Spark API)
+        self, start: dict[str, int] | None = None, limit: ReadLimit | None = None
+    ) -> dict[str, int]:
+        """The offset is a time, so moving it is always safe: without ``start`` (PySpark 4.0) an
+        unreachable cluster gives a new offset whose batch has no partition (see partitions)."""
         latest = self._available_now_target if self._available_now_target is not None else _now_ms()
-        return {"snapshot_ms": max(latest, start["snapshot_ms"])}
+        if self.options.skip_unreachable and not self._answers() and start is not None:
+            return start  # no snapshot this update
+        return {"snapshot_ms": max(latest, start["snapshot_ms"] if start else 0)}
 
     def _answers(self) -> bool:
         """Probe once per reader: a dead source costs one timeout per update, then is skipped."""
@@ -446,7 +495,7 @@ class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return probe.reachable
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        if end["snapshot_ms"] <= start["snapshot_ms"]:
+        if end["snapshot_ms"] <= start["snapshot_ms"] or self._unreachable:
             return []
         return [SnapshotPartition(end["snapshot_ms"])]
 
@@ -471,12 +520,16 @@ class GroupOffsetsDataSource(DataSource):
         return GroupOffsetsStreamReader(GroupSnapshotOptions.parse(self.options))
 
 
-def register_data_sources(spark: SparkSession) -> None:
-    """Register ``offsetlake_kafka``, ``offsetlake_group_offsets`` and ``offsetlake_cluster_health``;
+def register_data_sources(spark: SparkSession, *, kafka_records: bool = True) -> None:
+    """Register ``offsetlake_group_offsets``, ``offsetlake_cluster_health`` and, unless
+    ``kafka_records`` is False (Spark's own ``kafka`` reader reads the records), ``offsetlake_kafka``;
     safe to call repeatedly."""
     from offsetlake.kafka.health import ClusterHealthDataSource
 
-    for source in (KafkaDataSource, GroupOffsetsDataSource, ClusterHealthDataSource):
+    sources: list[type[DataSource]] = [GroupOffsetsDataSource, ClusterHealthDataSource]
+    if kafka_records:
+        sources.insert(0, KafkaDataSource)
+    for source in sources:
         spark.dataSource.register(source)
 
 
@@ -487,7 +540,7 @@ def _read_partition(options: KafkaReadOptions, partition: InputPartition) -> Ite
     return read_offset_range(
         options.client_config,
         partition.offset_range,
-        to_arrow_schema(KAFKA_SCHEMA, timezone="UTC"),
+        KAFKA_ARROW_SCHEMA,
         fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_s=options.poll_timeout_s,
     )

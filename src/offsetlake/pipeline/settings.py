@@ -31,6 +31,7 @@ METHOD_PRECEDENCE: Final = "offsetlake.method.precedence"
 KAFKA_READER: Final = "offsetlake.kafka.reader"
 SECRET_SCOPE: Final = "offsetlake.secret_scope"
 CLUSTER_TIMEOUT_MS: Final = "offsetlake.cluster.timeout.ms"
+BRONZE_FLOWS: Final = "offsetlake.bronze.flows"
 
 ALL_KEYS: Final[tuple[str, ...]] = (
     TARGET_BOOTSTRAP,
@@ -47,6 +48,7 @@ ALL_KEYS: Final[tuple[str, ...]] = (
     KAFKA_READER,
     SECRET_SCOPE,
     CLUSTER_TIMEOUT_MS,
+    BRONZE_FLOWS,
 )
 
 DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
@@ -57,6 +59,8 @@ SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)
 
 OffsetSyncsLocation = Literal["source", "target"]
 KafkaReader = Literal["offsetlake", "builtin"]
+BronzeFlows = Literal["union", "per_source"]
+BRONZE_FLOW_MODES: Final[tuple[str, ...]] = ("union", "per_source")
 _ALIAS = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -86,6 +90,11 @@ class PipelineSettings:
     kafka_reader: KafkaReader = "offsetlake"
     secret_scope: str = ""
     cluster_timeout_ms: int = DEFAULT_CLUSTER_TIMEOUT_MS
+    bronze_flows: BronzeFlows = "union"
+    """``per_source`` (Databricks): one append flow per source cluster, so adding a cluster needs no
+    full refresh and bronze refuses one. ``union`` (local default): one streaming query per table,
+    because concurrent appends race on a Parquet table's sink log; adding a cluster then needs a
+    full refresh of bronze, which is therefore allowed."""
 
     def __post_init__(self) -> None:
         if not self.target_bootstrap_servers:
@@ -111,6 +120,8 @@ class PipelineSettings:
             )
         if self.kafka_reader not in ("offsetlake", "builtin"):
             raise InvalidValueError(f"{KAFKA_READER} must be 'offsetlake' or 'builtin'")
+        if self.bronze_flows not in BRONZE_FLOW_MODES:
+            raise InvalidValueError(f"{BRONZE_FLOWS} must be one of {', '.join(BRONZE_FLOW_MODES)}")
         if self.mappings_format not in SUPPORTED_MAPPING_FORMATS:
             raise InvalidValueError(
                 f"{MAPPINGS_FORMAT} {self.mappings_format!r} has no Spark decoder; "
@@ -131,6 +142,12 @@ class PipelineSettings:
                 re.compile(pattern)
             except re.error as error:
                 raise InvalidValueError(f"{key} is not a valid regex: {error}") from None
+
+    @property
+    def bronze_table_properties(self) -> dict[str, str]:
+        """Bronze is the only history beyond Kafka's retention: where no full refresh is ever
+        needed (per-source flows) the pipeline refuses one (``pipelines.reset.allowed``)."""
+        return {"pipelines.reset.allowed": "false"} if self.bronze_flows == "per_source" else {}
 
     @property
     def policy(self) -> ReplicationPolicy:
@@ -167,6 +184,7 @@ class PipelineSettings:
             kafka_reader=value(KAFKA_READER, "offsetlake"),  # type: ignore[arg-type]
             secret_scope=value(SECRET_SCOPE, ""),
             cluster_timeout_ms=_milliseconds(value(CLUSTER_TIMEOUT_MS, str(DEFAULT_CLUSTER_TIMEOUT_MS))),
+            bronze_flows=value(BRONZE_FLOWS, "union"),  # type: ignore[arg-type]
         )
 
     @classmethod
@@ -192,6 +210,7 @@ class PipelineSettings:
             KAFKA_READER: self.kafka_reader,
             SECRET_SCOPE: self.secret_scope,
             CLUSTER_TIMEOUT_MS: str(self.cluster_timeout_ms),
+            BRONZE_FLOWS: self.bronze_flows,
         }
 
 

@@ -108,8 +108,14 @@ def cluster_health_stream(
     return spark.readStream.format("offsetlake_cluster_health").options(**options).load()
 
 
-def register_offsetlake_sources(spark: SparkSession) -> None:
-    """Call at module level: pipeline query functions may not send commands to the server."""
+def reads_records_with_offsetlake(settings: PipelineSettings) -> bool:
+    """Whether any stream reads Kafka records with ``offsetlake_kafka`` (source clusters always do)."""
+    return settings.kafka_reader == "offsetlake" or settings.offset_syncs_location == "source"
+
+
+def register_offsetlake_sources(spark: SparkSession, settings: PipelineSettings) -> None:
+    """Call at module level: pipeline query functions may not send commands to the server. Only the
+    sources these settings use are registered."""
     from offsetlake.kafka.spark_source import register_data_sources
 
-    register_data_sources(spark)
+    register_data_sources(spark, kafka_records=reads_records_with_offsetlake(settings))

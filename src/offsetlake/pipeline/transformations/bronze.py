@@ -18,11 +18,18 @@ records after the previous update's checkpointed offsets.
 A source cluster that does not answer within ``offsetlake.cluster.timeout.ms`` adds no rows this
 update (its streams read nothing) and the update goes on; see pipeline/sources.py.
 
-Adding or removing a source cluster changes a flow's set of streams, so it needs a full refresh
-of the bronze tables (the streaming checkpoint records its sources).
+Per source cluster (offset syncs at location ``source``, group offsets), ``offsetlake.bronze.flows``
+decides: ``per_source`` (Databricks) gives each cluster its own append flow, so adding one needs no
+full refresh, a dead one fails only its own flow, and bronze refuses a full refresh
+(``pipelines.reset.allowed = false``: it is the only history beyond Kafka's retention); ``union``
+(local) unions them into one query per table, because concurrent appends race on a Parquet
+table's sink log, and adding or removing a cluster then needs a full refresh of bronze.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 from pyspark import pipelines as dp
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -43,12 +50,14 @@ from offsetlake.pipeline.tables import (
     BRONZE_MAPPINGS,
     BRONZE_OFFSET_SYNCS,
     CLUSTER_HEALTH,
+    TableSpec,
 )
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)
 policy = settings.policy
-register_offsetlake_sources(spark)
+properties = settings.bronze_table_properties
+register_offsetlake_sources(spark, settings)
 
 
 def _landed(records: DataFrame, source_cluster: Column | None) -> DataFrame:
@@ -62,9 +71,24 @@ def _alias_from_topic(pattern: str) -> Column:
     return sf.regexp_extract(sf.col("topic"), pattern, 1)
 
 
-@dp.table(
-    name=BRONZE_CHECKPOINTS.name, comment=BRONZE_CHECKPOINTS.comment, schema=BRONZE_CHECKPOINTS.schema_ddl
-)
+def _bronze_table(spec: TableSpec) -> Callable[[Callable[[], DataFrame]], None]:
+    return dp.table(name=spec.name, comment=spec.comment, schema=spec.schema_ddl, table_properties=properties)
+
+
+def _per_source_cluster(spec: TableSpec, records_of: Callable[[SourceCluster], DataFrame]) -> None:
+    """One table fed from every source cluster: one append flow each, or one union query."""
+    if settings.bronze_flows == "union":
+        _bronze_table(spec)(lambda: _union([records_of(source) for source in settings.sources]))
+        return
+    dp.create_streaming_table(
+        name=spec.name, comment=spec.comment, schema=spec.schema_ddl, table_properties=properties
+    )
+    for source in settings.sources:
+        flow = f"{spec.name}_from_{source.alias.replace('-', '_')}"
+        dp.append_flow(target=spec.name, name=flow)(partial(records_of, source))
+
+
+@_bronze_table(BRONZE_CHECKPOINTS)
 def bronze_checkpoints() -> DataFrame:
     pattern = policy.checkpoints_topic_pattern()
     records = kafka_stream(
@@ -94,34 +118,26 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return union
 
 
-@dp.table(
-    name=BRONZE_OFFSET_SYNCS.name, comment=BRONZE_OFFSET_SYNCS.comment, schema=BRONZE_OFFSET_SYNCS.schema_ddl
+if settings.offset_syncs_location == "source":
+    _per_source_cluster(BRONZE_OFFSET_SYNCS, _offset_syncs_on)
+else:
+
+    @_bronze_table(BRONZE_OFFSET_SYNCS)
+    def bronze_offset_syncs() -> DataFrame:
+        pattern = policy.offset_syncs_topic_pattern()
+        records = kafka_stream(
+            spark, settings, settings.target_bootstrap_servers, role="target", subscribe_pattern=pattern
+        )
+        return _landed(records, _alias_from_topic(pattern))
+
+
+_per_source_cluster(
+    BRONZE_GROUP_OFFSETS,
+    lambda source: _landed(group_offsets_stream(spark, settings, source), sf.lit(source.alias)),
 )
-def bronze_offset_syncs() -> DataFrame:
-    if settings.offset_syncs_location == "source":
-        return _union([_offset_syncs_on(source) for source in settings.sources])
-    pattern = policy.offset_syncs_topic_pattern()
-    records = kafka_stream(
-        spark, settings, settings.target_bootstrap_servers, role="target", subscribe_pattern=pattern
-    )
-    return _landed(records, _alias_from_topic(pattern))
 
 
-@dp.table(
-    name=BRONZE_GROUP_OFFSETS.name,
-    comment=BRONZE_GROUP_OFFSETS.comment,
-    schema=BRONZE_GROUP_OFFSETS.schema_ddl,
-)
-def bronze_group_offsets() -> DataFrame:
-    return _union(
-        [
-            _landed(group_offsets_stream(spark, settings, source), sf.lit(source.alias))
-            for source in settings.sources
-        ]
-    )
-
-
-@dp.table(name=CLUSTER_HEALTH.name, comment=CLUSTER_HEALTH.comment, schema=CLUSTER_HEALTH.schema_ddl)
+@_bronze_table(CLUSTER_HEALTH)
 def cluster_health() -> DataFrame:
     target_alias = settings.target_alias or "target"
     checks = [
@@ -136,7 +152,7 @@ def cluster_health() -> DataFrame:
 
 if settings.mappings_topics:
 
-    @dp.table(name=BRONZE_MAPPINGS.name, comment=BRONZE_MAPPINGS.comment, schema=BRONZE_MAPPINGS.schema_ddl)
+    @_bronze_table(BRONZE_MAPPINGS)
     def bronze_mappings() -> DataFrame:
         records = kafka_stream(
             spark,
