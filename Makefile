@@ -14,8 +14,10 @@ demo: bootstrap
 test: bootstrap
 	@$(VENV)/bin/ruff check .
 	@$(PY) -m pytest --durations=15
+	@scripts/compat_tests.sh
 
-# The Databricks path (data sources, Spark decoding) under the PySpark Databricks runs (.venv-compat).
+# Only the Databricks path (data sources, Spark decoding) under the PySpark Databricks runs (.venv-compat);
+# `make test` runs it after the main suite.
 test-compat:
 	@scripts/compat_tests.sh
 

@@ -9,10 +9,9 @@ $OFFSETLAKE_KAFKA_PROPERTIES). The values are kept out of everything printed or 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.client_config import KAFKA_OPTION_PREFIX, REDACTED, kafka_options_to_librdkafka, redact
@@ -28,25 +27,25 @@ class SecretsProvider(Protocol):
 
 
 class DatabricksSecrets:
-    """Secrets through databricks-sdk; the client is created on first use (it needs credentials)."""
+    """Secrets through ``dbutils.secrets``: on Databricks the runtime's own (values are redacted in
+    notebook and job output), elsewhere databricks-sdk's remote equivalent over the Secrets API.
+    The client is created on first use (it needs credentials)."""
 
     def __init__(self, client: WorkspaceClient | None = None) -> None:
         self._client = client
 
-    def _workspace(self) -> WorkspaceClient:
+    def _secrets(self) -> Any:
         if self._client is None:
             from databricks.sdk import WorkspaceClient
 
             self._client = WorkspaceClient()
-        return self._client
+        return self._client.dbutils.secrets
 
     def list_keys(self, scope: str) -> list[str]:
-        return [secret.key for secret in self._workspace().secrets.list_secrets(scope) if secret.key]
+        return [secret.key for secret in self._secrets().list(scope) if secret.key]
 
     def get(self, scope: str, key: str) -> str:
-        # The Secrets API returns values base64-encoded.
-        value = self._workspace().secrets.get_secret(scope, key).value or ""
-        return base64.b64decode(value).decode("utf-8")
+        return str(self._secrets().get(scope, key))
 
 
 PROPERTIES_ENV = "OFFSETLAKE_KAFKA_PROPERTIES"

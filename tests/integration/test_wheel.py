@@ -3,6 +3,7 @@ with the development harness (offsetlake_dev) absent from the interpreter's path
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -10,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 # Pipeline source files: the pipeline engine executes them (they build a Spark session on import).
@@ -28,22 +30,14 @@ print(len(sys.argv) - 1)
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built by the command `databricks bundle deploy` runs (databricks.yml's artifact), with this
+    interpreter for ``python3`` and a temporary directory for ``dist``."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "-q",
-            "-w",
-            str(out),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    (artifact,) = yaml.safe_load((ROOT / "databricks.yml").read_text())["artifacts"].values()
+    command = shlex.split(artifact["build"])
+    assert command[0] == "python3" and "dist" in command, command
+    command = [sys.executable, *[str(out) if word == "dist" else word for word in command[1:]]]
+    subprocess.run(command, cwd=ROOT / artifact["path"], check=True, capture_output=True)
     (built,) = out.glob("offsetlake-*.whl")
     return built
 

@@ -291,7 +291,7 @@ def test_apply_task_runs_on_the_built_wheel(job_settings: dict[str, Any]) -> Non
     (environment,) = [env for env in job.environments if env.environment_key == apply.environment_key]
     assert environment.spec is not None
     (wheel,) = environment.spec.dependencies
-    # Relative to the resource file; `uv build --wheel` writes to dist/ at the bundle root.
+    # Relative to the resource file; the artifact's `pip wheel --wheel-dir dist` writes to dist/.
     assert (RESOURCES_DIR / str(wheel)).parent.resolve() == REPO_ROOT / "dist"
     (artifact,) = load_yaml(BUNDLE_ROOT_FILE)["artifacts"].values()
     assert artifact["type"] == "whl"

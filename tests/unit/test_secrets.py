@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -64,25 +67,41 @@ def test_scrubber_masks_secret_names_at_any_length_and_long_settings() -> None:
     assert SecretScrubber().scrub(text) == text
 
 
-@dataclass
-class _Secret:
-    key: str | None = None
-    value: str | None = None
+class _SecretsApi(BaseHTTPRequestHandler):
+    """The two Secrets API endpoints dbutils.secrets calls, on loopback (values base64, as the API
+    returns them)."""
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        query = {name: values[0] for name, values in parse_qs(url.query).items()}
+        if url.path == "/api/2.0/secrets/list":
+            body = {"secrets": [{"key": "kafka.sasl.password"}, {"key": "note"}]}
+        elif url.path == "/api/2.0/secrets/get":
+            value = f"{query['scope']}/{query['key']}-é".encode()
+            body = {"key": query["key"], "value": base64.b64encode(value).decode()}
+        else:
+            self.send_error(404)
+            return
+        payload = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *_args: object) -> None:
+        pass
 
 
-class _SecretsApi:
-    def list_secrets(self, scope: str) -> list[_Secret]:
-        return [_Secret(key="kafka.sasl.password"), _Secret(key="note")]
+def test_databricks_secrets_come_through_dbutils_and_are_decoded() -> None:
+    from databricks.sdk import WorkspaceClient
 
-    def get_secret(self, scope: str, key: str) -> _Secret:
-        return _Secret(key=key, value=base64.b64encode(f"{scope}/{key}-é".encode()).decode())
-
-
-class _Workspace:
-    secrets = _SecretsApi()
-
-
-def test_databricks_secret_values_are_base64_decoded() -> None:
-    secrets = DatabricksSecrets(_Workspace())  # type: ignore[arg-type]
-    assert secrets.list_keys("s") == ["kafka.sasl.password", "note"]
-    assert secrets.get("s", "kafka.sasl.password") == "s/kafka.sasl.password-é"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SecretsApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = WorkspaceClient(host=f"http://127.0.0.1:{server.server_address[1]}", token="test-token")
+        secrets = DatabricksSecrets(client)
+        assert secrets.list_keys("s") == ["kafka.sasl.password", "note"]
+        assert secrets.get("s", "kafka.sasl.password") == "s/kafka.sasl.password-é"
+    finally:
+        server.shutdown()
