@@ -472,11 +472,12 @@ class GroupOffsetsDataSource(DataSource):
 
 
 def register_data_sources(spark: SparkSession) -> None:
-    """Register ``offsetlake_kafka``, ``offsetlake_group_offsets`` and ``offsetlake_cluster_health``;
-    safe to call repeatedly."""
+    """Register ``offsetlake_kafka``, ``offsetlake_group_offsets``, ``offsetlake_cluster_health`` and
+    ``offsetlake_log_offsets``; safe to call repeatedly."""
     from offsetlake.kafka.health import ClusterHealthDataSource
+    from offsetlake.kafka.log_offsets import LogOffsetsDataSource
 
-    for source in (KafkaDataSource, GroupOffsetsDataSource, ClusterHealthDataSource):
+    for source in (KafkaDataSource, GroupOffsetsDataSource, ClusterHealthDataSource, LogOffsetsDataSource):
         spark.dataSource.register(source)
 
 

@@ -15,7 +15,7 @@ from typing import Final, Literal
 
 from offsetlake.errors import InvalidValueError
 from offsetlake.pipeline.precedence import METHODS, parse_method_precedence
-from offsetlake.replication import POLICY_KINDS, ReplicationPolicy
+from offsetlake.replication import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
 
 TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
 TARGET_ALIAS: Final = "offsetlake.target.alias"
@@ -31,6 +31,9 @@ METHOD_PRECEDENCE: Final = "offsetlake.method.precedence"
 KAFKA_READER: Final = "offsetlake.kafka.reader"
 SECRET_SCOPE: Final = "offsetlake.secret_scope"
 CLUSTER_TIMEOUT_MS: Final = "offsetlake.cluster.timeout.ms"
+CONNECT_OFFSETS_TOPICS: Final = "offsetlake.connect_offsets.topics"
+TOPICS_INCLUDE: Final = "offsetlake.topics.include"
+TOPICS_EXCLUDE: Final = "offsetlake.topics.exclude"
 
 ALL_KEYS: Final[tuple[str, ...]] = (
     TARGET_BOOTSTRAP,
@@ -47,9 +50,16 @@ ALL_KEYS: Final[tuple[str, ...]] = (
     KAFKA_READER,
     SECRET_SCOPE,
     CLUSTER_TIMEOUT_MS,
+    CONNECT_OFFSETS_TOPICS,
+    TOPICS_INCLUDE,
+    TOPICS_EXCLUDE,
 )
 
 DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
+DEFAULT_CONNECT_OFFSETS_TOPICS: Final = r"mm2-offsets\..+\.internal|connect-offsets"
+"""Kafka Connect offset topics on the target: dedicated MM2's ``mm2-offsets.<source>.internal``
+(``MirrorMakerConfig.workerConfig``) and ``connect-offsets``, the name Kafka's
+``connect-distributed.properties`` gives a Connect cluster's ``offset.storage.topic``."""
 DEFAULT_CLUSTER_TIMEOUT_MS: Final = 30_000
 """How long one cluster may take to answer before it counts as unreachable for this update."""
 SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)
@@ -86,6 +96,10 @@ class PipelineSettings:
     kafka_reader: KafkaReader = "offsetlake"
     secret_scope: str = ""
     cluster_timeout_ms: int = DEFAULT_CLUSTER_TIMEOUT_MS
+    connect_offsets_topics: str = DEFAULT_CONNECT_OFFSETS_TOPICS
+    """Regex of Connect offset topics on the target; empty turns their ingestion off."""
+    topics_include: str = ".*"
+    topics_exclude: str = DEFAULT_TOPICS_EXCLUDE
 
     def __post_init__(self) -> None:
         if not self.target_bootstrap_servers:
@@ -126,6 +140,9 @@ class PipelineSettings:
             (GROUPS_INCLUDE, self.groups_include),
             (GROUPS_EXCLUDE, self.groups_exclude),
             (MAPPINGS_TOPICS, self.mappings_topics),
+            (CONNECT_OFFSETS_TOPICS, self.connect_offsets_topics),
+            (TOPICS_INCLUDE, self.topics_include),
+            (TOPICS_EXCLUDE, self.topics_exclude),
         ):
             try:
                 re.compile(pattern)
@@ -167,6 +184,9 @@ class PipelineSettings:
             kafka_reader=value(KAFKA_READER, "offsetlake"),  # type: ignore[arg-type]
             secret_scope=value(SECRET_SCOPE, ""),
             cluster_timeout_ms=_milliseconds(value(CLUSTER_TIMEOUT_MS, str(DEFAULT_CLUSTER_TIMEOUT_MS))),
+            connect_offsets_topics=_unless_set(get(CONNECT_OFFSETS_TOPICS), DEFAULT_CONNECT_OFFSETS_TOPICS),
+            topics_include=value(TOPICS_INCLUDE, ".*"),
+            topics_exclude=_unless_set(get(TOPICS_EXCLUDE), DEFAULT_TOPICS_EXCLUDE),
         )
 
     @classmethod
@@ -192,6 +212,9 @@ class PipelineSettings:
             KAFKA_READER: self.kafka_reader,
             SECRET_SCOPE: self.secret_scope,
             CLUSTER_TIMEOUT_MS: str(self.cluster_timeout_ms),
+            CONNECT_OFFSETS_TOPICS: self.connect_offsets_topics,
+            TOPICS_INCLUDE: self.topics_include,
+            TOPICS_EXCLUDE: self.topics_exclude,
         }
 
 
@@ -202,6 +225,11 @@ def _milliseconds(text: str) -> int:
         raise InvalidValueError(
             f"{CLUSTER_TIMEOUT_MS} must be a whole number of milliseconds, got {text!r}"
         ) from None
+
+
+def _unless_set(value: str | None, default: str) -> str:
+    """Unset -> the default; set to empty (or blanks) -> "" (off / nothing excluded)."""
+    return default if value is None else value.strip()
 
 
 def _raw(value: str | None) -> str | None:
