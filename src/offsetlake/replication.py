@@ -21,6 +21,8 @@ POLICY_KINDS: Final[tuple[str, ...]] = ("default", "identity")
 HEARTBEATS_TOPIC: Final = "heartbeats"
 """``ReplicationPolicy.DEFAULT_HEARTBEATS_TOPIC_NAME``; the separator never applies to it."""
 _LEGACY_INTERNAL_SEPARATOR: Final = "."
+DEFAULT_TOPICS_EXCLUDE: Final = r".*[\-\.]internal|.*\.replica|__.*"
+"""MM2's ``topics.exclude`` default (``DefaultTopicFilter``) as one regex: topics MM2 never replicates."""
 
 
 def _require_non_empty(value: str, what: str) -> None:

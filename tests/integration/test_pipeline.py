@@ -7,7 +7,11 @@ Scenario: two source aliases with a custom replication separator (unique per ses
 tests' MM2 topics on the shared brokers never match our patterns), offset syncs at location
 ``source``. ``east`` is the source broker; ``west`` is the target broker acting as a second
 source (as in a bidirectional setup), so each alias has its own offset-syncs topic and groups.
-Every checkpoint, offset-sync and K2K fixture record (valid and malformed) is replayed.
+Every checkpoint, offset-sync, Connect-offset and K2K fixture record (valid and malformed) is
+replayed. MM2's own position: Connect offsets for ``east`` (orders replicated through 37; unsynced
+reset by a tombstone), offset syncs only for ``west`` (payments), source log ends from records
+produced one per batch; the replication progress and failover data loss are checked against the
+figures these imply.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from offsetlake.codecs.connect import ConnectOffset, encode_connect_offset
 from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
 from offsetlake.config import HOME_ENV
@@ -126,6 +131,15 @@ def _sync(topic: str, upstream: int, downstream: int) -> tuple[bytes, bytes]:
     return encode_offset_sync(OffsetSync(topic, 0, upstream, downstream))
 
 
+def _connect(topic: str, partition: int, offset: int | None) -> tuple[bytes, bytes | None]:
+    source_partition = {"cluster": "east", "partition": partition, "topic": topic}
+    return encode_connect_offset(
+        ConnectOffset(
+            "MirrorSourceConnector", source_partition, None if offset is None else {"offset": offset}
+        )
+    )
+
+
 def _raw(kind: str) -> list[tuple[bytes | None, bytes | None]]:
     return [(record.key, record.value) for record in load_fixture_records(kind)]
 
@@ -187,6 +201,24 @@ def scenario(
         [encode_k2k_json_v1(OffsetMapping(orders, 0, 20, east_orders, 0, 16)), *_raw("k2k_mapping")],
     )
 
+    # The source heads: 45 orders, 8 unsynced (east), 10 payments (west); one record per batch.
+    for bootstrap, topic, count in ((source_bootstrap, orders, 45), (source_bootstrap, unsynced, 8)):
+        produce(bootstrap, topic, [(None, b"r")] * count)
+    produce(target_bootstrap, payments, [(None, b"r")] * 10)
+    connect_offsets = f"connect-offsets-{token}"
+    create_topic(target_bootstrap, connect_offsets)
+    produce(
+        target_bootstrap,
+        connect_offsets,
+        [
+            _connect(orders, 0, 29),
+            _connect(unsynced, 0, 3),
+            _connect(orders, 0, 37),  # the newest flush: orders replicated through 37
+            _connect(unsynced, 0, None),  # reset
+            *_raw("connect_offset"),
+        ],
+    )
+
     commit_offsets(source_bootstrap, f"exact-{token}", {(orders, 0): 20}, metadata="m1")
     commit_offsets(source_bootstrap, f"between-{token}", {(orders, 0): 25})
     commit_offsets(source_bootstrap, f"stale-{token}", {(orders, 0): 35})
@@ -200,6 +232,8 @@ def scenario(
         separator=policy.separator,
         groups_include=f".*-{token}",
         mappings_topics=f"k2k-mappings-{token}",
+        connect_offsets_topics=f"connect-offsets-{token}",
+        topics_include=f"(orders|unsynced|payments|k2k-mappings)-{token}",
     )
     first_run = _run(home, settings)
     tables = all_tables(home, **_describe_and_example_queries())
@@ -240,6 +274,7 @@ def test_bronze_keeps_every_record_with_coordinates_and_alias(scenario: Scenario
     )
     assert len([r for r in syncs if r["source_cluster"] == "west"]) == 2
     assert len(scenario.tables["bronze_mappings"]) == 1 + len(load_fixture_records("k2k_mapping"))
+    assert len(scenario.tables["bronze_connect_offsets"]) == 4 + len(load_fixture_records("connect_offset"))
 
 
 def test_every_malformed_fixture_is_quarantined_with_its_reason_and_bytes(scenario: Scenario) -> None:
@@ -247,6 +282,7 @@ def test_every_malformed_fixture_is_quarantined_with_its_reason_and_bytes(scenar
     for kind, quarantine_kind in (
         ("checkpoint", "checkpoint"),
         ("offset_sync", "offset_sync"),
+        ("connect_offset", "connect_offset"),
         ("k2k_mapping", "k2k-json-v1"),
     ):
         malformed = [record for record in load_fixture_records(kind) if record.error]
@@ -362,6 +398,59 @@ def test_every_sql_example_runs_against_the_populated_tables(scenario: Scenario)
     assert quarantined == len(scenario.tables["quarantine"])
     east = next(row for row in by_file["stale_checkpoints"] if row["source_cluster"] == "east")
     assert east["partitions_behind_committed_offset"] == 1  # the "stale" group
+    lag = {(row["source_cluster"], row["topic"]): row for row in by_file["replication_lag"]}
+    assert lag[("east", scenario.name("orders"))]["lag_records"] == 7
+    assert lag[("east", scenario.name("unsynced"))]["reset_partitions"] == 1
+    stuck = {(row["topic"], row["status"]) for row in by_file["stuck_replication"]}
+    assert (scenario.name("unsynced"), "reset") in stuck
+    loss = {row["consumer_group"]: row for row in by_file["failover_data_loss"]}
+    assert (
+        loss[scenario.name("west")]["consumed_not_replicated"],
+        loss[scenario.name("west")]["unconsumed_lost"],
+    ) == (1, 3)
+    assert {row["topic"] for row in by_file["replication_lag_over_time"]} >= {scenario.name("orders")}
+
+
+def test_replication_progress_and_failover_data_loss(scenario: Scenario) -> None:
+    """east orders: Connect offset 37 (newer than every sync, max 35) -> next 38, head 45, lag 7.
+    east unsynced: newest Connect record a tombstone -> reset, no lag figure. west payments: no
+    Connect offset, newest sync 5 -> next 6, head 10, lag 4. The K2K topic was never replicated."""
+    progress = {(r["source_cluster"], r["topic"]): r for r in scenario.tables["replication_progress"]}
+    orders = progress[("east", scenario.name("orders"))]
+    assert (orders["status"], orders["upstream_offset"], orders["position_method"]) == (
+        "replicating",
+        37,
+        "connect_offset",
+    )
+    assert (orders["log_end_offset"], orders["lag_records"]) == (45, 7)
+    assert orders["lag_seconds"] is not None and orders["last_progress_at"] is not None
+    unsynced = progress[("east", scenario.name("unsynced"))]
+    assert (unsynced["status"], unsynced["upstream_offset"], unsynced["lag_records"]) == ("reset", None, None)
+    payments = progress[("west", scenario.name("payments"))]
+    assert (payments["status"], payments["upstream_offset"], payments["position_method"]) == (
+        "replicating",
+        5,
+        "offset_sync",
+    )
+    assert payments["lag_records"] == 4
+    never = progress[("west", scenario.name("k2k-mappings"))]
+    assert never["status"] == "never_replicated"
+    assert never["lag_records"] == never["log_end_offset"] - never["log_start_offset"] > 0
+    assert len(scenario.tables["replication_progress_history"]) == len(scenario.tables["source_log_offsets"])
+
+    loss = {(r["consumer_group"], r["topic"]): r for r in scenario.tables["failover_data_loss"]}
+
+    def figures(group: str, topic: str) -> tuple[int | None, int | None]:
+        row = loss[(scenario.name(group), scenario.name(topic))]
+        return row["consumed_not_replicated"], row["unconsumed_lost"]
+
+    assert figures("exact", "orders") == (0, 7)  # committed 20 < replicated 38 < head 45
+    assert figures("stale", "orders") == (0, 7)
+    assert figures("unsynced", "unsynced") == (None, None)  # reset: unknown, not zero
+    assert figures("west", "payments") == (1, 3)  # committed 7 > replicated 6, head 10
+    assert loss[(scenario.name("exact"), scenario.name("orders"))]["target_topic"] == scenario.downstream(
+        "east", scenario.name("orders")
+    )
 
 
 def test_every_dashboard_dataset_and_alert_query_runs_against_the_local_tables(scenario: Scenario) -> None:
@@ -386,11 +475,21 @@ def test_a_rerun_without_new_records_changes_nothing(scenario: Scenario) -> None
     for name, before in scenario.tables.items():
         if ":" in name:  # describe and example queries are not tables
             continue
-        if name in {"bronze_group_offsets", "silver_group_offsets", "cluster_health"}:
+        if name in {
+            "bronze_group_offsets",
+            "silver_group_offsets",
+            "cluster_health",
+            "source_log_offsets",
+            "replication_progress_history",
+        }:
             # A new snapshot and a new health check each update; the offsets themselves did not move.
             assert len(after[name]) == 2 * len(before), name
             continue
-        ignored = refresh_relative if name == "latest_offsets" else set()
+        ignored = {
+            "latest_offsets": refresh_relative,
+            "replication_progress": {"snapshot_time", "lag_seconds"},
+            "failover_data_loss": {"committed_at", "progress_at"},
+        }.get(name, set())
         assert _canonical(after[name], ignored) == _canonical(before, ignored), name
     scenario.tables = after
 

@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offsetlake.codecs import CodecError
-from offsetlake.codecs.connect import ConnectOffset, decode_connect_offset, encode_connect_offset
+from offsetlake.codecs.connect import (
+    ConnectOffset,
+    MirrorSourcePosition,
+    decode_connect_offset,
+    encode_connect_offset,
+    mirror_source_position,
+)
 
 # Connect source partitions and offsets hold JSON primitives (OffsetUtils.validateFormat).
 PRIMITIVES = st.one_of(
@@ -105,8 +111,8 @@ def test_malformed_records_raise_codec_error(key: bytes | None, value: bytes | N
         ),
         (b'["c",{"topic":""}]', b"{}", "connect offset key: topic is empty"),
         (b'["c",{"topic":"t"}]', b'{"offset":-1}', "connect offset value: offset -1 is negative"),
-        # Key order is wire order: the first judged key that fails is reported.
-        (b'["c",{"topic":"..","partition":-1}]', b"{}", "connect offset key: topic '..' is not a valid"),
+        # Fixed order (partition, then topic: MM2's wire order), whatever the record's key order.
+        (b'["c",{"topic":"..","partition":-1}]', b"{}", "connect offset key: partition -1 is negative"),
         (b'["c",{"partition":-1,"topic":".."}]', b"{}", "connect offset key: partition -1 is negative"),
         # The key is judged before the value, and a tombstone's key is judged too.
         (b'["c",{"partition":-2}]', b'{"offset":-1}', "connect offset key: partition -2 is negative"),
@@ -148,3 +154,44 @@ def test_arbitrary_bytes_only_ever_raise_codec_error(key: bytes, value: bytes | 
     except CodecError:
         return
     assert isinstance(decoded.partition, dict)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        (
+            b'["MirrorSourceConnector",{"cluster":"east","partition":3,"topic":"orders"}]',
+            b'{"offset":41}',
+            MirrorSourcePosition("MirrorSourceConnector", "east", "orders", 3, 41),
+        ),
+        # A reset: tombstone, JSON null, or no integer offset (MirrorUtils.unwrapOffset -> no seek).
+        (
+            b'["mm2",{"cluster":"east","partition":0,"topic":"t"}]',
+            None,
+            MirrorSourcePosition("mm2", "east", "t", 0, None),
+        ),
+        (
+            b'["mm2",{"cluster":"e","partition":0,"topic":"t"}]',
+            b"null",
+            MirrorSourcePosition("mm2", "e", "t", 0, None),
+        ),
+        (
+            b'["mm2",{"cluster":"e","partition":0,"topic":"t"}]',
+            b"{}",
+            MirrorSourcePosition("mm2", "e", "t", 0, None),
+        ),
+        (
+            b'["mm2",{"cluster":"e","partition":0,"topic":"t"}]',
+            b'{"offset":true}',
+            MirrorSourcePosition("mm2", "e", "t", 0, None),
+        ),
+        # Not wrapPartition's shape: the checkpoint and heartbeat connectors, wrong types.
+        (b'["MirrorCheckpointConnector",{"partition":0,"topic":"t","group":"g"}]', b'{"offset":0}', None),
+        (b'["h",{"sourceClusterAlias":"a","targetClusterAlias":"b"}]', b'{"offset":0}', None),
+        (b'["mm2",{"cluster":"e","partition":"0","topic":"t"}]', b'{"offset":0}', None),
+    ],
+)
+def test_mirror_source_position(
+    key: bytes, value: bytes | None, expected: MirrorSourcePosition | None
+) -> None:
+    assert mirror_source_position(decode_connect_offset(key, value)) == expected

@@ -18,6 +18,13 @@ inside strings (Python writes ``\\u001f``, Jackson ``\\u001F``) and floats in ex
 Once decoded, MM2's Kafka coordinates must be real (``codecs/semantics.py``): a ``topic`` string
 in the source partition must be a legal topic name, and a ``partition`` or ``offset`` integer
 must not be negative. Other connectors' keys are not judged.
+
+:func:`mirror_source_position` reads MirrorSourceConnector's records (docs/mm2-reference.md
+§1.6): source partition ``MirrorUtils.wrapPartition`` = ``{"cluster", "partition", "topic"}``,
+source offset ``MirrorUtils.wrapOffset`` = ``{"offset": <upstream offset of the last replicated
+record>}``. ``MirrorSourceTask.initializeConsumer`` resumes at offset + 1; a tombstone, a missing
+or a negative offset means "no seek" (the consumer's ``auto.offset.reset``, ``earliest`` for MM2),
+which offsetlake reports as a reset, never as a position.
 """
 
 from __future__ import annotations
@@ -39,6 +46,36 @@ class ConnectOffset:
     connector: str
     partition: Mapping[str, Any]
     offset: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class MirrorSourcePosition:
+    """Where MirrorSourceConnector ``connector`` stands on one source partition.
+
+    ``upstream_offset`` is the last replicated upstream offset, or ``None`` when the stored offset
+    was reset (tombstone, JSON ``null`` or no integer ``offset``).
+    """
+
+    connector: str
+    source_cluster: str
+    topic: str
+    partition: int
+    upstream_offset: int | None
+
+
+def mirror_source_position(record: ConnectOffset) -> MirrorSourcePosition | None:
+    """The replication position in ``record``, or ``None`` when its key is not ``wrapPartition``'s."""
+    cluster, topic, partition = (record.partition.get(name) for name in ("cluster", "topic", "partition"))
+    if not (isinstance(cluster, str) and isinstance(topic, str) and _is_integer(partition)):
+        return None
+    offset = None if record.offset is None else record.offset.get("offset")
+    return MirrorSourcePosition(
+        record.connector, cluster, topic, partition, offset if _is_integer(offset) else None
+    )
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _dump_json(document: Any, part: str) -> bytes:

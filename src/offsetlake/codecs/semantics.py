@@ -163,25 +163,30 @@ K2K_JSON_V1_RULES: Final = (
 )
 
 
+CONNECT_OFFSET_RULES: Final = (
+    # MM2 writes partition before topic in every source partition it stores (Java HashMap order
+    # of {cluster, partition, topic} and {partition, topic, group}); a fixed order also lets the
+    # Spark decoder, whose JSON objects come back with sorted keys, report the same first error.
+    FieldRule("connect offset key", "partition", "partition", non_negative),
+    FieldRule("connect offset key", "topic", "topic", kafka_topic),
+    FieldRule("connect offset value", "offset", "offset", non_negative),
+)
+
+
 def connect_offset_error(partition: Mapping[str, Any], offset: Mapping[str, Any] | None) -> str | None:
-    """MM2's Kafka coordinates in a Connect offset record, in the record's own key order.
+    """MM2's Kafka coordinates in a Connect offset record (``CONNECT_OFFSET_RULES`` order).
 
     Connect offsets belong to any connector, so only MM2's keys are judged, and only when they
-    hold the type MM2 writes. In the source partition (key) that is ``topic`` (a string) and
-    ``partition`` (an integer). In the source offset (value) it is ``offset`` (an integer).
+    hold the type MM2 writes: ``partition`` (an integer) and ``topic`` (a string) in the source
+    partition (key), ``offset`` (an integer) in the source offset (value).
     """
-    for name, value in partition.items():
-        if name == "topic" and isinstance(value, str):
-            error = kafka_topic("connect offset key", "topic", value)
-        elif name == "partition" and _is_integer(value):
-            error = non_negative("connect offset key", "partition", value)
-        else:
-            continue
-        if error is not None:
-            return error
-    if offset is not None and _is_integer(offset.get("offset")):
-        return non_negative("connect offset value", "offset", offset["offset"])
-    return None
+    values = {
+        "partition": partition.get("partition") if _is_integer(partition.get("partition")) else None,
+        "topic": partition.get("topic") if isinstance(partition.get("topic"), str) else None,
+        "offset": offset.get("offset") if offset is not None and _is_integer(offset.get("offset")) else None,
+    }
+    present = [rule for rule in CONNECT_OFFSET_RULES if values[rule.attribute] is not None]
+    return first_error(present, values)
 
 
 def _is_integer(value: Any) -> bool:

@@ -521,12 +521,13 @@ class GroupOffsetsDataSource(DataSource):
 
 
 def register_data_sources(spark: SparkSession, *, kafka_records: bool = True) -> None:
-    """Register ``offsetlake_group_offsets``, ``offsetlake_cluster_health`` and, unless
-    ``kafka_records`` is False (Spark's own ``kafka`` reader reads the records), ``offsetlake_kafka``;
-    safe to call repeatedly."""
+    """Register ``offsetlake_group_offsets``, ``offsetlake_cluster_health``, ``offsetlake_log_offsets``
+    and, unless ``kafka_records`` is False (Spark's own ``kafka`` reader reads the records),
+    ``offsetlake_kafka``; safe to call repeatedly."""
     from offsetlake.kafka.health import ClusterHealthDataSource
+    from offsetlake.kafka.log_offsets import LogOffsetsDataSource
 
-    sources: list[type[DataSource]] = [GroupOffsetsDataSource, ClusterHealthDataSource]
+    sources: list[type[DataSource]] = [GroupOffsetsDataSource, ClusterHealthDataSource, LogOffsetsDataSource]
     if kafka_records:
         sources.insert(0, KafkaDataSource)
     for source in sources:

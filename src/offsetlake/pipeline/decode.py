@@ -494,3 +494,151 @@ def decode_k2k_json_v1(df: DataFrame, key: str = "key", value: str = "value") ->
 
 MAPPING_DECODERS: Final = {"k2k-json-v1": decode_k2k_json_v1}
 """Spark decoders by ``offsetlake.mappings.format`` name (settings.SUPPORTED_MAPPING_FORMATS)."""
+
+
+class _ConnectJson:
+    """One part (key or value) of a Connect offset record as staged JSON columns ``_<prefix>_*``."""
+
+    def __init__(self, data: Column, part: str, prefix: str) -> None:
+        self.data = data
+        self.part = part
+        self.prefix = prefix
+
+    def col(self, name: str) -> Column:
+        return sf.col(f"_{self.prefix}_{name}")
+
+    def parse_stage(self) -> dict[str, Column]:
+        text = self.data.cast("string")
+        wrapped = sf.try_parse_json(sf.concat(sf.lit("["), text, sf.lit(f",{_JSON_SENTINEL_LITERAL}]")))
+        return {f"_{self.prefix}_text": text, f"_{self.prefix}_wrapped": wrapped}
+
+    def document_stage(self) -> dict[str, Column]:
+        wrapped = self.col("wrapped")
+        single_document = (sf.json_array_length(sf.to_json(wrapped)) == 2) & (
+            sf.variant_get(wrapped, "$[1]", "string") == sf.lit(_JSON_SENTINEL)
+        )
+        document = sf.variant_get(wrapped, "$[0]", "variant")
+        return {
+            f"_{self.prefix}_single": single_document,
+            f"_{self.prefix}_doc": document,
+            f"_{self.prefix}_type": sf.schema_of_variant(document),
+        }
+
+    def member_stage(self, members: dict[str, str]) -> dict[str, Column]:
+        """``name -> JSON path`` members of the document, each with its variant type."""
+        stage: dict[str, Column] = {}
+        for name, path in members.items():
+            found = sf.variant_get(self.col("doc"), path, "variant")
+            stage[f"_{self.prefix}_{name}"] = found
+            stage[f"_{self.prefix}_{name}_type"] = sf.schema_of_variant(found)
+        return stage
+
+    def parse_checks(self, checks: _Checks) -> None:
+        text = self.col("text")
+        checks.add(
+            ~sf.is_valid_utf8(text),
+            sf.format_string(f"{self.part}: invalid UTF-8 at byte %d", _valid_utf8_prefix_bytes(text)),
+        )
+        checks.add(self.col("wrapped").isNull() | ~self.col("single"), sf.lit(f"{self.part}: malformed JSON"))
+
+
+_JSON_INTEGER_TYPES: Final = ("BIGINT", "INT", "SMALLINT", "TINYINT")
+
+
+def _typed_member(json_part: _ConnectJson, name: str, kind: str) -> Column:
+    """The member as ``kind`` when its JSON type is the one MM2 writes, else NULL."""
+    json_type = json_part.col(f"{name}_type")
+    is_kind = json_type.isin(*_JSON_INTEGER_TYPES) if kind == "bigint" else json_type == "STRING"
+    return sf.when(is_kind, sf.try_variant_get(json_part.col(name), "$", kind))
+
+
+def decode_connect_offsets(df: DataFrame, key: str = "key", value: str = "value") -> DataFrame:
+    """``codecs.connect.decode_connect_offset`` plus ``mirror_source_position``, as Spark columns.
+
+    Decoded: ``connector``, ``source_partition`` / ``source_offset`` (the JSON documents; object
+    keys sorted, as a VARIANT renders them), ``tombstone`` (no value or JSON ``null``), and for
+    MirrorSourceConnector's ``{cluster, partition, topic}`` keys ``source_cluster``, ``topic``,
+    ``partition`` and ``upstream_offset`` (NULL when reset). Divergences from Python's ``json`` are
+    the module docstring's (duplicate keys, integers beyond INT64).
+    """
+    key_json = _ConnectJson(sf.col(key), "connect offset key", "ck")
+    value_json = _ConnectJson(sf.col(value), "connect offset value", "cv")
+    stages = [
+        {**key_json.parse_stage(), **value_json.parse_stage()},
+        {**key_json.document_stage(), **value_json.document_stage()},
+        {
+            **key_json.member_stage({"connector": "$[0]", "partition": "$[1]"}),
+            **value_json.member_stage({"offset": "$.offset"}),
+        },
+        key_json.member_stage(
+            {"p_cluster": "$[1].cluster", "p_topic": "$[1].topic", "p_partition": "$[1].partition"}
+        ),
+    ]
+    staged = df
+    for stage in stages:
+        staged = add_columns(staged, stage)
+
+    checks = _Checks()
+    checks.add(sf.col(key).isNull(), sf.lit(f"connect offset key: {_missing('key')}"))
+    key_json.parse_checks(checks)
+    key_type = key_json.col("type")
+    key_length = sf.json_array_length(sf.to_json(key_json.col("doc")))
+    checks.add(
+        ~key_type.startswith("ARRAY") | (key_length != 2),
+        sf.format_string(
+            "connect offset key: expected a JSON array [connector, {partition}], got %s%s",
+            _python_type_name(key_type),
+            sf.when(key_type.startswith("ARRAY"), sf.format_string(" of length %d", key_length)).otherwise(
+                ""
+            ),
+        ),
+    )
+    checks.add(
+        key_json.col("connector_type") != "STRING",
+        sf.format_string(
+            "connect offset key: connector must be a JSON string, got %s",
+            _python_type_name(key_json.col("connector_type")),
+        ),
+    )
+    checks.add(
+        ~key_json.col("partition_type").startswith("OBJECT"),
+        sf.format_string(
+            "connect offset key: source partition must be a JSON object, got %s",
+            _python_type_name(key_json.col("partition_type")),
+        ),
+    )
+    value_present = sf.col(value).isNotNull()
+    value_checks = _Checks()
+    value_json.parse_checks(value_checks)
+    value_type = value_json.col("type")
+    value_checks.add(
+        ~value_type.startswith("OBJECT") & (value_type != "VOID"),
+        sf.format_string(
+            "connect offset value: source offset must be a JSON object or null, got %s",
+            _python_type_name(value_type),
+        ),
+    )
+    tombstone = sf.col(value).isNull() | (value_type == "VOID")
+    partition = _typed_member(key_json, "p_partition", "bigint")
+    topic = _typed_member(key_json, "p_topic", "string")
+    offset = sf.when(~tombstone, _typed_member(value_json, "offset", "bigint"))
+    cluster = _typed_member(key_json, "p_cluster", "string")
+    error = sf.coalesce(
+        checks.first(),
+        sf.when(value_present, value_checks.first()),
+        _meaning_error(
+            semantics.CONNECT_OFFSET_RULES, {"partition": partition, "topic": topic, "offset": offset}
+        ),
+    )
+    is_mirror_source = cluster.isNotNull() & topic.isNotNull() & partition.isNotNull()
+    fields = {
+        "connector": sf.try_variant_get(key_json.col("connector"), "$", "string"),
+        "source_partition": sf.to_json(key_json.col("partition")),
+        "source_offset": sf.when(~tombstone, sf.to_json(value_json.col("doc"))),
+        "tombstone": tombstone,
+        "source_cluster": sf.when(is_mirror_source, cluster),
+        "topic": sf.when(is_mirror_source, topic),
+        "partition": sf.when(is_mirror_source, partition.cast("int")),
+        "upstream_offset": sf.when(is_mirror_source, offset),
+    }
+    return _with_decoded(staged, fields, error)

@@ -15,7 +15,7 @@ from typing import Final, Literal
 
 from offsetlake.errors import InvalidValueError
 from offsetlake.pipeline.precedence import METHODS, parse_method_precedence
-from offsetlake.replication import POLICY_KINDS, ReplicationPolicy
+from offsetlake.replication import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
 
 TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
 TARGET_ALIAS: Final = "offsetlake.target.alias"
@@ -32,6 +32,9 @@ KAFKA_READER: Final = "offsetlake.kafka.reader"
 SECRET_SCOPE: Final = "offsetlake.secret_scope"
 CLUSTER_TIMEOUT_MS: Final = "offsetlake.cluster.timeout.ms"
 BRONZE_FLOWS: Final = "offsetlake.bronze.flows"
+CONNECT_OFFSETS_TOPICS: Final = "offsetlake.connect_offsets.topics"
+TOPICS_INCLUDE: Final = "offsetlake.topics.include"
+TOPICS_EXCLUDE: Final = "offsetlake.topics.exclude"
 
 ALL_KEYS: Final[tuple[str, ...]] = (
     TARGET_BOOTSTRAP,
@@ -49,9 +52,16 @@ ALL_KEYS: Final[tuple[str, ...]] = (
     SECRET_SCOPE,
     CLUSTER_TIMEOUT_MS,
     BRONZE_FLOWS,
+    CONNECT_OFFSETS_TOPICS,
+    TOPICS_INCLUDE,
+    TOPICS_EXCLUDE,
 )
 
 DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
+DEFAULT_CONNECT_OFFSETS_TOPICS: Final = r"mm2-offsets\..+\.internal|connect-offsets"
+"""Kafka Connect offset topics on the target: dedicated MM2's ``mm2-offsets.<source>.internal``
+(``MirrorMakerConfig.workerConfig``) and ``connect-offsets``, the name Kafka's
+``connect-distributed.properties`` gives a Connect cluster's ``offset.storage.topic``."""
 DEFAULT_CLUSTER_TIMEOUT_MS: Final = 30_000
 """How long one cluster may take to answer before it counts as unreachable for this update."""
 SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)
@@ -95,6 +105,10 @@ class PipelineSettings:
     full refresh and bronze refuses one. ``union`` (local default): one streaming query per table,
     because concurrent appends race on a Parquet table's sink log; adding a cluster then needs a
     full refresh of bronze, which is therefore allowed."""
+    connect_offsets_topics: str = DEFAULT_CONNECT_OFFSETS_TOPICS
+    """Regex of Connect offset topics on the target; empty turns their ingestion off."""
+    topics_include: str = ".*"
+    topics_exclude: str = DEFAULT_TOPICS_EXCLUDE
 
     def __post_init__(self) -> None:
         if not self.target_bootstrap_servers:
@@ -137,6 +151,9 @@ class PipelineSettings:
             (GROUPS_INCLUDE, self.groups_include),
             (GROUPS_EXCLUDE, self.groups_exclude),
             (MAPPINGS_TOPICS, self.mappings_topics),
+            (CONNECT_OFFSETS_TOPICS, self.connect_offsets_topics),
+            (TOPICS_INCLUDE, self.topics_include),
+            (TOPICS_EXCLUDE, self.topics_exclude),
         ):
             try:
                 re.compile(pattern)
@@ -185,6 +202,9 @@ class PipelineSettings:
             secret_scope=value(SECRET_SCOPE, ""),
             cluster_timeout_ms=_milliseconds(value(CLUSTER_TIMEOUT_MS, str(DEFAULT_CLUSTER_TIMEOUT_MS))),
             bronze_flows=value(BRONZE_FLOWS, "union"),  # type: ignore[arg-type]
+            connect_offsets_topics=_unless_set(get(CONNECT_OFFSETS_TOPICS), DEFAULT_CONNECT_OFFSETS_TOPICS),
+            topics_include=value(TOPICS_INCLUDE, ".*"),
+            topics_exclude=_unless_set(get(TOPICS_EXCLUDE), DEFAULT_TOPICS_EXCLUDE),
         )
 
     @classmethod
@@ -211,6 +231,9 @@ class PipelineSettings:
             SECRET_SCOPE: self.secret_scope,
             CLUSTER_TIMEOUT_MS: str(self.cluster_timeout_ms),
             BRONZE_FLOWS: self.bronze_flows,
+            CONNECT_OFFSETS_TOPICS: self.connect_offsets_topics,
+            TOPICS_INCLUDE: self.topics_include,
+            TOPICS_EXCLUDE: self.topics_exclude,
         }
 
 
@@ -221,6 +244,11 @@ def _milliseconds(text: str) -> int:
         raise InvalidValueError(
             f"{CLUSTER_TIMEOUT_MS} must be a whole number of milliseconds, got {text!r}"
         ) from None
+
+
+def _unless_set(value: str | None, default: str) -> str:
+    """Unset -> the default; set to empty (or blanks) -> "" (off / nothing excluded)."""
+    return default if value is None else value.strip()
 
 
 def _raw(value: str | None) -> str | None:

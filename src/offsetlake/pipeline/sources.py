@@ -99,6 +99,16 @@ def group_offsets_stream(spark: SparkSession, settings: PipelineSettings, source
     return spark.readStream.format("offsetlake_group_offsets").options(**options).load()
 
 
+def log_offsets_stream(spark: SparkSession, settings: PipelineSettings, source: SourceCluster) -> DataFrame:
+    """One snapshot of the source cluster's log start and log end offsets per micro-batch."""
+    options = kafka_client_options(settings, source.bootstrap_servers)
+    options["topics.include"] = settings.topics_include
+    options["topics.exclude"] = settings.topics_exclude
+    options["onUnreachable"] = "skip"
+    options["timeoutMs"] = str(settings.cluster_timeout_ms)
+    return spark.readStream.format("offsetlake_log_offsets").options(**options).load()
+
+
 def cluster_health_stream(
     spark: SparkSession, settings: PipelineSettings, alias: str, role: ClusterRole, bootstrap_servers: str
 ) -> DataFrame:

@@ -83,6 +83,26 @@ BRONZE_GROUP_OFFSETS: Final = TableSpec(
         _INGESTED_AT,
     ),
 )
+BRONZE_CONNECT_OFFSETS: Final = TableSpec(
+    "bronze_connect_offsets",
+    "Raw Kafka Connect offset records (mm2-offsets.<source>.internal, connect-offsets) from the target "
+    "cluster, tombstones included; append-only, nothing dropped.",
+    (*_KAFKA_RECORD, _INGESTED_AT),
+)
+SOURCE_LOG_OFFSETS: Final = TableSpec(
+    "source_log_offsets",
+    "Snapshots of each source topic-partition's log start and log end offset (topics chosen like MM2's "
+    "topic filter), one snapshot per pipeline update; append-only. The head replication lag is measured to.",
+    (
+        ("topic", "STRING", "Upstream (source-cluster) topic"),
+        ("partition", "INT", "Partition of the upstream topic"),
+        ("log_start_offset", "BIGINT", "First offset still in the log"),
+        ("log_end_offset", "BIGINT", "Offset the next record will get (the head)"),
+        ("snapshot_time", "TIMESTAMP", "When the offsets were listed on the source cluster"),
+        _SOURCE_CLUSTER,
+        _INGESTED_AT,
+    ),
+)
 CLUSTER_HEALTH: Final = TableSpec(
     "cluster_health",
     "Whether each Kafka cluster answered, once per pipeline update; append-only. An unreachable "
@@ -151,13 +171,41 @@ SILVER_GROUP_OFFSETS: Final = TableSpec(
     "mapping-based translation.",
     BRONZE_GROUP_OFFSETS.columns,
 )
+SILVER_CONNECT_OFFSETS: Final = TableSpec(
+    "silver_connect_offsets",
+    "Decoded Kafka Connect source offsets of every connector; for MirrorSourceConnector keys "
+    "({cluster, partition, topic}) also the source partition and the last replicated upstream offset. "
+    "Tombstones are kept as resets.",
+    (
+        ("connector", "STRING", "Connector name (first element of the key)"),
+        ("source_partition", "STRING", "The key's source partition as JSON (object keys sorted)"),
+        ("source_offset", "STRING", "The stored source offset as JSON; NULL for a tombstone"),
+        ("tombstone", "BOOLEAN", "True when the offset was deleted (no value, or JSON null): a reset"),
+        ("source_cluster", "STRING", "MirrorSourceConnector: the source partition's cluster alias"),
+        ("topic", "STRING", "MirrorSourceConnector: upstream topic"),
+        ("partition", "INT", "MirrorSourceConnector: upstream partition"),
+        (
+            "upstream_offset",
+            "BIGINT",
+            "MirrorSourceConnector: upstream offset of the last replicated record (MM2 resumes at +1); "
+            "NULL when reset",
+        ),
+        ("offset_timestamp", "TIMESTAMP", "Kafka timestamp of the record (when Connect flushed offsets)"),
+        *_KAFKA_COORDINATES,
+        _INGESTED_AT,
+    ),
+)
 QUARANTINE: Final = TableSpec(
     "quarantine",
     "Records that could not be decoded, kept with their raw bytes, Kafka coordinates and the reason; "
     "never dropped, never failing the pipeline.",
     (
         ("source_table", "STRING", "Bronze table the record came from"),
-        ("kind", "STRING", "Expected format: checkpoint, offset_sync or the mapping format name"),
+        (
+            "kind",
+            "STRING",
+            "Expected format: checkpoint, offset_sync, connect_offset or the mapping format name",
+        ),
         ("source_cluster", "STRING", "MM2 alias of the source cluster, when known"),
         *_KAFKA_COORDINATES,
         ("kafka_timestamp", "TIMESTAMP", "Kafka record timestamp"),
@@ -199,17 +247,107 @@ LATEST_OFFSETS: Final = TableSpec(
     ),
 )
 
+_PROGRESS_COLUMNS: Final = (
+    ("source_cluster", "STRING", "MM2 alias of the source cluster"),
+    ("topic", "STRING", "Upstream (source-cluster) topic"),
+    ("partition", "INT", "Upstream partition"),
+    (
+        "status",
+        "STRING",
+        "replicating (position known), reset (stored offset deleted, no sync since) or never_replicated "
+        "(no Connect offset, no offset sync)",
+    ),
+    (
+        "upstream_offset",
+        "BIGINT",
+        "Last upstream offset known to be on the target (MirrorSourceConnector offset, or a fresher offset "
+        "sync); NULL unless replicating",
+    ),
+    ("position_method", "STRING", "Which record gave upstream_offset: connect_offset or offset_sync"),
+    ("log_start_offset", "BIGINT", "Source log start offset at snapshot_time"),
+    ("log_end_offset", "BIGINT", "Source log end offset at snapshot_time"),
+    (
+        "lag_records",
+        "BIGINT",
+        "Offsets on the source not yet replicated: log_end_offset - (upstream_offset + 1); for "
+        "never_replicated the whole retained log; NULL when reset",
+    ),
+    (
+        "lag_seconds",
+        "BIGINT",
+        "At least this long the first unreplicated record has waited: from the first snapshot that showed it "
+        "to snapshot_time (snapshot granularity); 0 when caught up; NULL when unknown",
+    ),
+    ("last_progress_at", "TIMESTAMP", "When MM2's position last changed (Connect flush or offset sync time)"),
+    ("snapshot_time", "TIMESTAMP", "When the source log offsets were listed; the position is as of then"),
+)
+REPLICATION_PROGRESS_HISTORY: Final = TableSpec(
+    "replication_progress_history",
+    "MM2's replication progress per source partition at every log-offset snapshot: the replicated position "
+    "as of the snapshot, the source head then, and the lag.",
+    _PROGRESS_COLUMNS,
+)
+REPLICATION_PROGRESS: Final = TableSpec(
+    "replication_progress",
+    "MM2's replication progress per source partition at the newest log-offset snapshot: current lag in "
+    "records and seconds, and when MM2 last made progress.",
+    _PROGRESS_COLUMNS,
+)
+FAILOVER_DATA_LOSS: Final = TableSpec(
+    "failover_data_loss",
+    "What failing over now would cost each group on each source partition: records it consumed on the "
+    "source that are not on the target, and unconsumed records that would be lost (newest snapshots).",
+    (
+        ("source_cluster", "STRING", "MM2 alias of the source cluster"),
+        ("consumer_group", "STRING", "Consumer group id"),
+        ("topic", "STRING", "Upstream (source-cluster) topic"),
+        ("partition", "INT", "Upstream partition"),
+        ("target_topic", "STRING", "The topic's name on the target cluster"),
+        ("committed_offset", "BIGINT", "The group's committed offset on the source (newest snapshot)"),
+        (
+            "status",
+            "STRING",
+            "Replication status of the partition (see replication_progress); NULL: no snapshot",
+        ),
+        (
+            "replicated_through",
+            "BIGINT",
+            "First upstream offset not on the target: upstream_offset + 1 (log start if never replicated)",
+        ),
+        ("log_end_offset", "BIGINT", "Source log end offset at the newest snapshot"),
+        (
+            "consumed_not_replicated",
+            "BIGINT",
+            "Records the group consumed on the source that are not on the target: committed offset beyond "
+            "the replicated position; NULL when the position is unknown (reset)",
+        ),
+        (
+            "unconsumed_lost",
+            "BIGINT",
+            "Records the group has not consumed that are not on the target: lost to it by a failover now",
+        ),
+        ("committed_at", "TIMESTAMP", "When the group's offsets were snapshotted"),
+        ("progress_at", "TIMESTAMP", "When the source log offsets were snapshotted"),
+    ),
+)
+
 ALL_TABLES: Final = (
     BRONZE_CHECKPOINTS,
     BRONZE_OFFSET_SYNCS,
     BRONZE_MAPPINGS,
     BRONZE_GROUP_OFFSETS,
+    BRONZE_CONNECT_OFFSETS,
+    SOURCE_LOG_OFFSETS,
     CLUSTER_HEALTH,
     SILVER_CHECKPOINTS,
     SILVER_OFFSET_SYNCS,
     SILVER_MAPPINGS,
     SILVER_GROUP_OFFSETS,
+    SILVER_CONNECT_OFFSETS,
     QUARANTINE,
     OFFSET_HISTORY,
     LATEST_OFFSETS,
+    REPLICATION_PROGRESS_HISTORY,
+    REPLICATION_PROGRESS,
+    FAILOVER_DATA_LOSS,
 )

@@ -8,6 +8,14 @@ byte (docs/mm2-reference.md §1-§2):
   (``offset-syncs.topic.location=source``), emitted by :class:`OffsetSyncWriter`'s rules;
 - checkpoints to ``<source-alias>.checkpoints.internal`` on the TARGET cluster, computed by
   :class:`CheckpointEmitter` over the syncs MM2's ``OffsetSyncStore`` would still hold;
+- Connect offsets to ``mm2-offsets.<source-alias>.internal`` on the TARGET cluster (dedicated
+  mode), as MirrorSourceTask's records make Connect store them: key
+  ``["MirrorSourceConnector",{"cluster":…,"partition":…,"topic":…}]``, value ``{"offset": u}`` with u
+  the last replicated upstream offset, in the partition the Java producer picks (murmur2). They are
+  written only by :meth:`MirrorSimulator.commit` (Connect's ``offset.flush.interval.ms`` flush), so
+  the stored offset lags what was replicated in between, as in production; a record the filter
+  drops is not acknowledged, so it does not advance the stored offset (``WorkerSourceTask
+  .recordDropped``);
 - optionally, Lenses K2K-style per-record mappings (``k2k-json-v1``) for chosen topics.
 
 Target offsets diverge from source offsets for the reasons they do in production:
@@ -43,6 +51,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from offsetlake.codecs.connect import ConnectOffset, encode_connect_offset
 from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
 from offsetlake.errors import ExternalError
@@ -61,6 +70,10 @@ from offsetlake_dev.simulate.offset_sync_writer import DEFAULT_OFFSET_LAG_MAX, O
 FILTER_HEADER = "offsetlake-simulator-filtered"
 """Records carrying this header are dropped by the simulated filtering SMT (an upstream gap)."""
 DEFAULT_MAPPING_TOPIC = "_k2k-offset-mappings"
+SOURCE_CONNECTOR = "MirrorSourceConnector"
+"""Dedicated mode names each connector by its class (``MirrorMaker``: ``getSimpleName()``)."""
+CONNECT_OFFSETS_PARTITIONS = 25
+"""Connect's ``offset.storage.partitions`` default."""
 PREEXISTING_VALUE_PREFIX = "preexisting"
 TIMEOUT_S = 30.0
 _ONE_RECORD_PER_BATCH = {"linger.ms": 0, "batch.num.messages": 1}
@@ -85,6 +98,12 @@ class MirrorSettings:
     """Source topics whose records also get a K2K per-record mapping."""
     groups_exclude: tuple[str, ...] = DEFAULT_GROUPS_EXCLUDE
     topics_exclude: tuple[str, ...] = DEFAULT_TOPICS_EXCLUDE
+    connect_offsets_partitions: int = CONNECT_OFFSETS_PARTITIONS
+
+    @property
+    def connect_offsets_topic(self) -> str:
+        """Dedicated MM2's ``offset.storage.topic`` (``MirrorMakerConfig.workerConfig``): no separator."""
+        return f"mm2-offsets.{self.source_alias}.internal"
 
     @property
     def offset_syncs_topic(self) -> str:
@@ -152,7 +171,19 @@ class MirrorSimulator:
                 **_ONE_RECORD_PER_BATCH,
             }
         )
+        # Connect's offset producer is a Java producer with the default (murmur2) partitioner.
+        self._connect_producer = Producer(
+            {
+                "bootstrap.servers": settings.target_bootstrap,
+                "partitioner": "murmur2_random",
+                **_ONE_RECORD_PER_BATCH,
+            }
+        )
         self._transactional_producer: Producer | None = None
+        self._replicated_through: dict[tuple[str, int], int] = {}
+        self._stored_offsets: dict[tuple[str, int], int | None] = {}
+        self._unflushed: set[tuple[str, int]] = set()
+        """Partitions with records acknowledged since the last flush (OffsetStorageWriter's data)."""
         self._partitions: dict[str, int] = {}
         self._next_sequence: dict[tuple[str, int], int] = {}
         self._unreplicated: dict[tuple[str, int], list[_SourceRecord]] = {}
@@ -165,6 +196,11 @@ class MirrorSimulator:
             self._target_admin,
             [
                 NewTopic(settings.checkpoints_topic, 1, config={"cleanup.policy": "compact"}),
+                NewTopic(
+                    settings.connect_offsets_topic,
+                    settings.connect_offsets_partitions,
+                    config={"cleanup.policy": "compact"},
+                ),
                 *([NewTopic(settings.mapping_topic, 1)] if settings.mapped_topics else []),
             ],
         )
@@ -179,7 +215,12 @@ class MirrorSimulator:
 
     def close(self) -> None:
         """Deliver what is queued and release the clients (they would otherwise keep reconnecting)."""
-        for producer in (self._source_producer, self._target_producer, self._transactional_producer):
+        for producer in (
+            self._source_producer,
+            self._target_producer,
+            self._connect_producer,
+            self._transactional_producer,
+        ):
             if producer is not None:
                 producer.flush(TIMEOUT_S)
                 producer.close()
@@ -345,6 +386,8 @@ class MirrorSimulator:
             remote = self.settings.remote_topic(topic)
             for source, delivered in sorted(pairs, key=lambda pair: pair[0].offset()):
                 upstream_offset, downstream_offset = source.offset(), delivered.offset()
+                self._replicated_through[key] = upstream_offset
+                self._unflushed.add(key)
                 self.ground_truth.add(
                     ReplicatedRecord(
                         (source.value() or b"").decode(),
@@ -381,10 +424,46 @@ class MirrorSimulator:
         )
 
     def commit(self) -> list[OffsetSync]:
-        """MM2's periodic offset commit: the held-back syncs are written now."""
+        """Connect's periodic offset flush (``offset.flush.interval.ms``): the replicated positions
+        are stored as Connect offsets, and MM2's ``commit()`` writes the held-back syncs."""
+        self._flush_connect_offsets()
         promoted = self._sync_writer.commit()
         self._write_offset_syncs(promoted)
         return promoted
+
+    def reset_connect_offset(self, topic: str, partition: int) -> None:
+        """What ``DELETE /connectors/<c>/offsets`` (or a manual reset) leaves: a tombstone."""
+        key, _ = encode_connect_offset(self._connect_offset(topic, partition, None))
+        self._connect_producer.produce(self.settings.connect_offsets_topic, key=key, value=None)
+        _flush(self._connect_producer, self.settings.connect_offsets_topic)
+        self._stored_offsets[(topic, partition)] = None
+
+    def stored_offset(self, topic: str, partition: int) -> int | None:
+        """The Connect offset stored now (last replicated upstream offset at the last flush);
+        None after a reset; KeyError when none was ever stored (never replicated)."""
+        return self._stored_offsets[(topic, partition)]
+
+    def replicated_through(self, topic: str, partition: int) -> int | None:
+        """The last upstream offset replicated (acknowledged by the target), flushed or not."""
+        return self._replicated_through.get((topic, partition))
+
+    def _connect_offset(self, topic: str, partition: int, offset: int | None) -> ConnectOffset:
+        # MirrorUtils.wrapPartition in Java HashMap order, MirrorUtils.wrapOffset.
+        source_partition = {"cluster": self.settings.source_alias, "partition": partition, "topic": topic}
+        return ConnectOffset(
+            SOURCE_CONNECTOR, source_partition, None if offset is None else {"offset": offset}
+        )
+
+    def _flush_connect_offsets(self) -> None:
+        # Only offsets submitted since the last flush are written (OffsetStorageWriter.beginFlush
+        # returns false when there is nothing new): a reset stays a reset until MM2 moves again.
+        changed = {key: self._replicated_through[key] for key in self._unflushed}
+        self._unflushed.clear()
+        for (topic, partition), offset in sorted(changed.items()):
+            key, value = encode_connect_offset(self._connect_offset(topic, partition, offset))
+            self._connect_producer.produce(self.settings.connect_offsets_topic, key=key, value=value)
+        _flush(self._connect_producer, self.settings.connect_offsets_topic)
+        self._stored_offsets.update(changed)
 
     def emit_checkpoints(self, groups: Iterable[str]) -> list[Checkpoint]:
         """One checkpoint-task poll: read each group's source offsets, write the checkpoints due."""

@@ -13,6 +13,9 @@ records after the previous update's checkpointed offsets.
   the topic name.
 - Mappings: topics matching ``offsetlake.mappings.topics`` on the target (tables absent when off).
 - Group offsets: one stream per source cluster (unioned), one snapshot per update.
+- Connect offsets: topics matching ``offsetlake.connect_offsets.topics`` on the target (MM2's
+  ``mm2-offsets.<source>.internal`` and ``connect-offsets`` by default; tables absent when empty).
+- Source log offsets: each source's log start/end per partition, one snapshot per update (unioned).
 - Cluster health: one reachability check per cluster (target and each source) per update.
 
 A source cluster that does not answer within ``offsetlake.cluster.timeout.ms`` adds no rows this
@@ -41,15 +44,18 @@ from offsetlake.pipeline.sources import (
     cluster_health_stream,
     group_offsets_stream,
     kafka_stream,
+    log_offsets_stream,
     pipeline_settings,
     register_offsetlake_sources,
 )
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
+    BRONZE_CONNECT_OFFSETS,
     BRONZE_GROUP_OFFSETS,
     BRONZE_MAPPINGS,
     BRONZE_OFFSET_SYNCS,
     CLUSTER_HEALTH,
+    SOURCE_LOG_OFFSETS,
     TableSpec,
 )
 
@@ -160,5 +166,25 @@ if settings.mappings_topics:
             settings.target_bootstrap_servers,
             role="target",
             subscribe_pattern=settings.mappings_topics,
+        )
+        return _landed(records, None)
+
+
+_per_source_cluster(
+    SOURCE_LOG_OFFSETS,
+    lambda source: _landed(log_offsets_stream(spark, settings, source), sf.lit(source.alias)),
+)
+
+
+if settings.connect_offsets_topics:
+
+    @_bronze_table(BRONZE_CONNECT_OFFSETS)
+    def bronze_connect_offsets() -> DataFrame:
+        records = kafka_stream(
+            spark,
+            settings,
+            settings.target_bootstrap_servers,
+            role="target",
+            subscribe_pattern=settings.connect_offsets_topics,
         )
         return _landed(records, None)

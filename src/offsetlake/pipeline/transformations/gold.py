@@ -1,4 +1,6 @@
-"""Gold: offset_history and latest_offsets, the tables the failover apply job reads.
+"""Gold: offset_history and latest_offsets (what the failover apply job reads), and MM2's replication
+progress (replication_progress_history, replication_progress) with the per-group failover data loss
+(rules in offsetlake.pipeline.replication_progress).
 
 Rules (freshness before precedence, disagreement) are in offsetlake.pipeline.history. Both are
 materialized views recomputed from silver on each update. Cost note: their input is the decoded,
@@ -20,14 +22,25 @@ from offsetlake.pipeline.history import (
     offset_history,
     offset_sync_observations,
 )
+from offsetlake.pipeline.replication_progress import (
+    failover_data_loss,
+    latest_progress,
+    position_observations,
+    replication_progress_history,
+)
 from offsetlake.pipeline.sources import pipeline_settings
 from offsetlake.pipeline.tables import (
+    FAILOVER_DATA_LOSS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    REPLICATION_PROGRESS,
+    REPLICATION_PROGRESS_HISTORY,
     SILVER_CHECKPOINTS,
+    SILVER_CONNECT_OFFSETS,
     SILVER_GROUP_OFFSETS,
     SILVER_MAPPINGS,
     SILVER_OFFSET_SYNCS,
+    SOURCE_LOG_OFFSETS,
 )
 
 spark = SparkSession.builder.getOrCreate()
@@ -61,3 +74,38 @@ def offset_history_view() -> DataFrame:
 )
 def latest_offsets_view() -> DataFrame:
     return latest_offsets(spark.read.table("translation_observations"), settings.method_precedence)
+
+
+def _position_observations() -> DataFrame:
+    connect = spark.read.table(SILVER_CONNECT_OFFSETS.name) if settings.connect_offsets_topics else None
+    return position_observations(connect, spark.read.table(SILVER_OFFSET_SYNCS.name))
+
+
+@dp.materialized_view(
+    name=REPLICATION_PROGRESS_HISTORY.name,
+    comment=REPLICATION_PROGRESS_HISTORY.comment,
+    schema=REPLICATION_PROGRESS_HISTORY.schema_ddl,
+)
+def replication_progress_history_view() -> DataFrame:
+    return replication_progress_history(_position_observations(), spark.read.table(SOURCE_LOG_OFFSETS.name))
+
+
+@dp.materialized_view(
+    name=REPLICATION_PROGRESS.name,
+    comment=REPLICATION_PROGRESS.comment,
+    schema=REPLICATION_PROGRESS.schema_ddl,
+)
+def replication_progress_view() -> DataFrame:
+    return latest_progress(spark.read.table(REPLICATION_PROGRESS_HISTORY.name))
+
+
+@dp.materialized_view(
+    name=FAILOVER_DATA_LOSS.name, comment=FAILOVER_DATA_LOSS.comment, schema=FAILOVER_DATA_LOSS.schema_ddl
+)
+def failover_data_loss_view() -> DataFrame:
+    return failover_data_loss(
+        spark.read.table(SILVER_GROUP_OFFSETS.name),
+        spark.read.table(REPLICATION_PROGRESS.name),
+        settings.policy,
+        settings.target_alias,
+    )

@@ -12,16 +12,24 @@ from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from offsetlake.pipeline.decode import DECODE_ERROR, MAPPING_DECODERS, decode_checkpoints, decode_offset_syncs
+from offsetlake.pipeline.decode import (
+    DECODE_ERROR,
+    MAPPING_DECODERS,
+    decode_checkpoints,
+    decode_connect_offsets,
+    decode_offset_syncs,
+)
 from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.sources import pipeline_settings
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
+    BRONZE_CONNECT_OFFSETS,
     BRONZE_GROUP_OFFSETS,
     BRONZE_MAPPINGS,
     BRONZE_OFFSET_SYNCS,
     QUARANTINE,
     SILVER_CHECKPOINTS,
+    SILVER_CONNECT_OFFSETS,
     SILVER_GROUP_OFFSETS,
     SILVER_MAPPINGS,
     SILVER_OFFSET_SYNCS,
@@ -58,6 +66,11 @@ def _decoded_mappings() -> DataFrame:
     raw = spark.readStream.table(BRONZE_MAPPINGS.name)
     decoder = MAPPING_DECODERS[settings.mappings_format]
     return decoder(_raw_coordinates_renamed(raw, BRONZE_MAPPINGS))
+
+
+def _decoded_connect_offsets() -> DataFrame:
+    raw = spark.readStream.table(BRONZE_CONNECT_OFFSETS.name)
+    return decode_connect_offsets(_raw_coordinates_renamed(raw, BRONZE_CONNECT_OFFSETS))
 
 
 def _good(decoded: DataFrame, table: TableSpec, timestamp_column: str) -> DataFrame:
@@ -116,6 +129,15 @@ def quarantine() -> DataFrame:
     quarantined = _quarantined(_decoded_checkpoints(), BRONZE_CHECKPOINTS.name, "checkpoint").unionByName(
         _quarantined(_decoded_offset_syncs(), BRONZE_OFFSET_SYNCS.name, "offset_sync")
     )
+    if settings.connect_offsets_topics:
+        quarantined = quarantined.unionByName(
+            _quarantined(
+                _decoded_connect_offsets(),
+                BRONZE_CONNECT_OFFSETS.name,
+                "connect_offset",
+                has_source_cluster=False,
+            )
+        )
     if settings.mappings_topics:
         quarantined = quarantined.unionByName(
             _quarantined(
@@ -130,3 +152,14 @@ if settings.mappings_topics:
     @dp.table(name=SILVER_MAPPINGS.name, comment=SILVER_MAPPINGS.comment, schema=SILVER_MAPPINGS.schema_ddl)
     def silver_mappings() -> DataFrame:
         return _good(_decoded_mappings(), SILVER_MAPPINGS, "mapping_timestamp")
+
+
+if settings.connect_offsets_topics:
+
+    @dp.table(
+        name=SILVER_CONNECT_OFFSETS.name,
+        comment=SILVER_CONNECT_OFFSETS.comment,
+        schema=SILVER_CONNECT_OFFSETS.schema_ddl,
+    )
+    def silver_connect_offsets() -> DataFrame:
+        return _good(_decoded_connect_offsets(), SILVER_CONNECT_OFFSETS, "offset_timestamp")

@@ -1,0 +1,138 @@
+"""``offsetlake mm2 reset-offsets``: parse, run ``mm2_reset.run_reset``, print, audit.
+
+Every run, dry or not, appends one row per planned key to the ``mm2_reset_audit`` table (like
+``apply_audit``): what was found, what was (or would be) done, and whether it verified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from offsetlake.cli import render
+from offsetlake.cli.context import Context
+from offsetlake.cli.options import add_cluster_options, parse_regex
+from offsetlake.cli.pipeline import kafka_properties
+from offsetlake.clusters import read_local_clusters
+from offsetlake.mm2_reset import ResetAction, ResetRequest, ResetResult, run_reset
+from offsetlake.secrets import kafka_options_from_properties, target_client_config
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+AUDIT_TABLE = "mm2_reset_audit"
+AUDIT_SCHEMA = (
+    "run_id STRING, mode STRING, connector STRING, offsets_topic STRING, kafka_partition INT, "
+    "kafka_offset BIGINT, java_partition INT, source_partition STRING, stored_offset STRING, action STRING, "
+    "verified BOOLEAN, recorded_at TIMESTAMP"
+)
+RESET_HEADERS = ("source partition", "stored offset", "kafka partition", "java partition", "action")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mm2 = subparsers.add_parser("mm2", help="MirrorMaker 2's own state (Connect offsets)")
+    commands = mm2.add_subparsers(dest="mm2_command", required=True, metavar="COMMAND")
+    reset = commands.add_parser(
+        "reset-offsets",
+        help="delete a connector's stored Connect offsets (dry run unless --execute)",
+        description="Show every Connect offset key of the connector in the offsets topic and what "
+        "would be done; --execute writes a tombstone per key (exact key bytes, the partition Java's "
+        "producer uses) and reads the topic back. Stop the connectors first.",
+    )
+    reset.add_argument("--connector", required=True, help="connector name, e.g. MirrorSourceConnector")
+    reset.add_argument(
+        "--offsets-topic",
+        required=True,
+        help="the Connect offsets topic on the target: mm2-offsets.<source>.internal (dedicated MM2) or the "
+        "worker's offset.storage.topic (e.g. connect-offsets)",
+    )
+    reset.add_argument("--topics", type=parse_regex, help="only keys whose source topic fully matches")
+    reset.add_argument("--execute", action="store_true", help="write the tombstones (default: dry run)")
+    reset.add_argument(
+        "--connectors-stopped",
+        action="store_true",
+        help="confirm the connectors are stopped (required with --execute)",
+    )
+    add_cluster_options(reset, sources=False)
+    reset.set_defaults(handler=handle_reset_offsets)
+
+
+def handle_reset_offsets(args: argparse.Namespace, context: Context) -> int:
+    properties = kafka_properties(args)
+    options = kafka_options_from_properties(properties) if properties else {}
+    bootstrap = args.target_bootstrap_servers
+    if not bootstrap and "kafka.bootstrap.servers" not in options:
+        bootstrap = read_local_clusters().target.bootstrap_servers
+    request = ResetRequest(
+        connector=args.connector,
+        offsets_topic=args.offsets_topic,
+        client_config=target_client_config(bootstrap, options),
+        topics=args.topics,
+        execute=args.execute,
+        connectors_stopped=args.connectors_stopped,
+    )
+    result = run_reset(request)
+    print(render.table(RESET_HEADERS, _rows(result)), file=context.out)
+    counts = {action: sum(row.action == action for row in result.rows) for action in ResetAction}
+    summary = ", ".join(f"{action.value} {count}" for action, count in counts.items() if count)
+    mode = "executed" if result.executed else "dry run, nothing written"
+    print(
+        f"{args.connector} in {args.offsets_topic}: {len(result.rows)} keys ({summary or 'none'}); {mode}",
+        file=context.out,
+    )
+    _audit(result)
+    if result.not_verified:
+        print(
+            f"offsetlake mm2 reset-offsets: error: {len(result.not_verified)} tombstones did not verify",
+            file=context.err,
+        )
+        return 1
+    if result.executed:
+        print("verified: every tombstoned key's newest record is a tombstone", file=context.out)
+    return 0
+
+
+def _rows(result: ResetResult) -> list[tuple[object, ...]]:
+    return [
+        (
+            json.dumps(dict(row.source_partition), separators=(",", ":")),
+            None if row.record.offset is None else json.dumps(dict(row.record.offset), separators=(",", ":")),
+            row.stored.partition,
+            row.java_partition,
+            row.action.value,
+        )
+        for row in result.rows
+    ]
+
+
+def _audit(result: ResetResult) -> None:
+    from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
+
+    spark: SparkSession = get_local_spark()
+    run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+    failed = {id(row) for row in result.not_verified}
+    now = datetime.now(UTC)
+    records = [
+        (
+            run_id,
+            "execute" if result.executed else "dry_run",
+            result.request.connector,
+            result.request.offsets_topic,
+            row.stored.partition,
+            row.stored.kafka_offset,
+            row.java_partition,
+            source_partition,
+            stored_offset,
+            row.action.value,
+            (id(row) not in failed) if result.executed and row.action == ResetAction.TOMBSTONE else None,
+            now,
+        )
+        for row, (source_partition, stored_offset, *_) in zip(result.rows, _rows(result), strict=True)
+    ]
+    if records:
+        spark.createDataFrame(records, AUDIT_SCHEMA).write.mode("append").saveAsTable(
+            f"{LOCAL_SCHEMA}.{AUDIT_TABLE}"
+        )

@@ -1,0 +1,107 @@
+"""``offsetlake mm2 reset-offsets`` against a real broker, on Connect offsets the simulator stored
+the way Connect does (murmur2 partition, MirrorSourceConnector keys), next to another connector's.
+
+Dry run changes nothing; without --connectors-stopped it is refused; --execute tombstones every
+selected key of the connector, and no other key, with the exact key bytes in the partition the
+Java producer chooses; the audit table records the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from offsetlake.codecs.connect import ConnectOffset, decode_connect_offset, encode_connect_offset
+from offsetlake.config import HOME_ENV
+from offsetlake.kafka.java_partitioner import java_partition
+from offsetlake.mm2_reset import read_offsets_topic
+from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
+
+pytestmark = pytest.mark.kafka
+
+
+def _offsetlake(*argv: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "offsetlake.cli", *argv],
+        env={**os.environ, HOME_ENV: str(home)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _newest(bootstrap: str, topic: str) -> dict[bytes, tuple[int, bytes | None]]:
+    _, stored = read_offsets_topic({"bootstrap.servers": bootstrap}, topic, timeout_s=30)
+    return {entry.key: (entry.partition, entry.value) for entry in stored}
+
+
+def test_reset_offsets_dry_run_refusal_and_execute(
+    source_bootstrap: str, target_bootstrap: str, tmp_path: Path
+) -> None:
+    token = uuid.uuid4().hex[:8]
+    orders, payments = f"orders-{token}", f"payments-{token}"
+    settings = MirrorSettings(f"src-{token}", f"tgt-{token}", source_bootstrap, target_bootstrap)
+    with MirrorSimulator(settings) as simulator:
+        for topic in (orders, payments):
+            simulator.create_topic(topic, 2)
+            simulator.produce(topic, 3)
+        simulator.replicate()
+        simulator.commit()
+    offsets_topic = settings.connect_offsets_topic
+    # Another connector (a second MM2 flow on a shared Connect cluster) stores the same topic.
+    other = ConnectOffset(
+        "OtherMirrorSource", {"cluster": "x", "partition": 0, "topic": orders}, {"offset": 2}
+    )
+    producer = Producer({"bootstrap.servers": target_bootstrap, "partitioner": "murmur2_random"})
+    other_key, other_value = encode_connect_offset(other)
+    producer.produce(offsets_topic, key=other_key, value=other_value)
+    assert producer.flush(30) == 0
+
+    before = _newest(target_bootstrap, offsets_topic)
+    assert len(before) == 5
+    for key, (partition, _) in before.items():  # the simulator stored each key where Java would
+        assert partition == java_partition(key, settings.connect_offsets_partitions), key
+
+    base = ["mm2", "reset-offsets", "--connector", "MirrorSourceConnector", "--offsets-topic", offsets_topic]
+    base += ["--target", target_bootstrap]
+    dry = _offsetlake(*base, "--topics", f"orders-{token}", home=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "2 keys (tombstone 2); dry run, nothing written" in dry.stdout
+    assert _newest(target_bootstrap, offsets_topic) == before
+
+    refused = _offsetlake(*base, "--execute", home=tmp_path)
+    assert refused.returncode == 2 and "--connectors-stopped" in refused.stderr
+    assert _newest(target_bootstrap, offsets_topic) == before
+
+    executed = _offsetlake(
+        *base, "--topics", f"orders-{token}", "--execute", "--connectors-stopped", home=tmp_path
+    )
+    assert executed.returncode == 0, executed.stderr
+    assert "verified" in executed.stdout
+    after = _newest(target_bootstrap, offsets_topic)
+    for key, (partition, value) in before.items():
+        record = decode_connect_offset(key, value)
+        selected = record.connector == "MirrorSourceConnector" and record.partition["topic"] == orders
+        assert after[key][0] == partition  # same key bytes, same (Java) partition
+        assert (after[key][1] is None) == selected, record
+    assert after[other_key] == before[other_key]
+
+    audit = _offsetlake(
+        "sql", "--json", "SELECT mode, action, verified FROM offsetlake.mm2_reset_audit", home=tmp_path
+    )
+    assert audit.returncode == 0, audit.stderr
+    rows = json.loads(audit.stdout.strip().splitlines()[-1])[0]["rows"]
+    assert sorted(map(tuple, rows)) == [
+        ("dry_run", "tombstone", None),
+        ("dry_run", "tombstone", None),
+        ("execute", "tombstone", True),
+        ("execute", "tombstone", True),
+    ]
