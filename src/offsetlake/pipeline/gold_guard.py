@@ -1,10 +1,11 @@
 """Gold never shrinks locally: a failed or interrupted update cannot erase what gold held before.
 
 The open-source pipeline engine rewrites a materialized view in place, so an update that fails
-or is interrupted after it started rewriting leaves ``offset_history`` and ``latest_offsets``
-empty (measured: every translation -> 0 rows). On Databricks, a materialized view refresh is a
-Delta transaction and a failed update leaves the previous version; locally the tables are plain
-Parquet directories, so the runner keeps the last complete version itself:
+or is interrupted after it started rewriting leaves ``offset_history``, ``latest_offsets`` and
+the replication-progress views empty (measured: every translation -> 0 rows). On Databricks, a
+materialized view refresh is a Delta transaction and a failed update leaves the previous version;
+locally the tables are plain Parquet directories, so the runner keeps the last complete version
+itself:
 
 1. before an update, each gold table's files are hard-linked into a backup (Parquet files are
    never modified in place, so this costs one link per file, not a copy) and a marker is written;
@@ -22,9 +23,22 @@ from pathlib import Path
 from typing import Final
 
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA
-from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
+from offsetlake.pipeline.tables import (
+    FAILOVER_DATA_LOSS,
+    LATEST_OFFSETS,
+    OFFSET_HISTORY,
+    REPLICATION_PROGRESS,
+    REPLICATION_PROGRESS_HISTORY,
+)
 
-GUARDED_TABLES: Final[tuple[str, ...]] = (OFFSET_HISTORY.name, LATEST_OFFSETS.name)
+# Every materialized view: the local engine empties one when an update fails or is interrupted.
+GUARDED_TABLES: Final[tuple[str, ...]] = (
+    OFFSET_HISTORY.name,
+    LATEST_OFFSETS.name,
+    REPLICATION_PROGRESS_HISTORY.name,
+    REPLICATION_PROGRESS.name,
+    FAILOVER_DATA_LOSS.name,
+)
 _MARKER: Final = "UPDATE-IN-PROGRESS"
 
 
