@@ -32,6 +32,7 @@ from offsetlake.apply.job import ApplyStatus
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
 from offsetlake.kafka import admin as kafka_admin
+from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS
 from offsetlake.positions import CommittedOffset, TopicPartitionKey
 from offsetlake.secrets import SecretsProvider
 from offsetlake_dev.local_cluster import LOOPBACK
@@ -138,6 +139,10 @@ class ApplyHarness:
         return self.spark.sql(
             f"SELECT * FROM `{self.schema}`.apply_audit WHERE {where} ORDER BY recorded_at, consumer_group"
         ).collect()
+
+    def write_data_loss(self, rows: list[tuple[Any, ...]]) -> None:
+        """failover_data_loss rows, in the pipeline's column order (pipeline/tables.py)."""
+        self._overwrite(FAILOVER_DATA_LOSS.name, rows, FAILOVER_DATA_LOSS.schema_ddl)
 
     def _overwrite(self, table: str, rows: list[tuple[Any, ...]], ddl: str) -> None:
         self.spark.createDataFrame(rows, ddl).write.mode("overwrite").saveAsTable(f"`{self.schema}`.{table}")
@@ -531,6 +536,33 @@ def test_the_source_groups_metadata_is_committed_unchanged_and_the_audit_refuses
     older = harness.run("apply")
     assert f"{group}: skip_stale 1" in older.stdout, older
     assert position(target_bootstrap, group, topic) == 6
+
+
+def test_plan_shows_what_failing_over_now_would_lose_per_group(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("lossy"))
+    group, other = unique_name("lossy-app"), unique_name("not-selected-app")
+    harness.write_latest(
+        [Translation(group, topic, 3, minutes_ago(1)), Translation(other, topic, 3, minutes_ago(1))]
+    )
+    at = minutes_ago(2)
+    harness.write_data_loss(
+        [
+            # committed 120 on the source, MM2 has copied up to 100, the log ends at 150
+            ("east", group, "orders", 0, topic, 120, "replicating", 100, 150, 20, 30, at, at),
+            ("east", group, "orders", 1, topic, 40, "replicating", 50, 55, 0, 5, at, at),
+            ("east", group, "orders", 2, topic, 7, "reset", None, 60, None, 53, at, at),
+            ("east", other, "orders", 0, topic, 1, "replicating", 1, 999, 0, 998, at, at),
+        ]
+    )
+    dry = harness.run("plan", "--groups", group)
+    assert dry.exit_code == 0, dry
+    assert "data loss if failing over now" in dry.stdout
+    (line,) = [line for line in dry.stdout.splitlines() if line.startswith(group) and "east" in line.split()]
+    # 3 partitions; 20 consumed but not on the target; 30 + 5 + 53 unconsumed and lost; 1 unknown
+    assert line.split()[1:6] == ["east", "3", "20", "88", "1"], line
+    assert other not in dry.stdout
 
 
 def test_keep_alive_recommits_a_standby_group_when_due_and_never_an_active_one(

@@ -7,7 +7,7 @@ every age and as-of comparison on a driver that is not on UTC.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.errors import ExternalError
 from offsetlake.pipeline.precedence import METHODS, choose_translation
-from offsetlake.pipeline.tables import CLUSTER_HEALTH, LATEST_OFFSETS, OFFSET_HISTORY
+from offsetlake.pipeline.tables import CLUSTER_HEALTH, FAILOVER_DATA_LOSS, LATEST_OFFSETS, OFFSET_HISTORY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -129,6 +129,55 @@ def read_cluster_health(spark: SparkSession, schema: str, catalog: str | None = 
             else from_micros(row["reachable_micros"]),
         )
         for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class GroupDataLoss:
+    """What failing over now costs one group from one source cluster (gold failover_data_loss)."""
+
+    source_cluster: str
+    consumer_group: str
+    partitions: int
+    consumed_not_replicated: int
+    """Records the group consumed on the source that are not on the target (partitions with a known
+    replication position only)."""
+    unconsumed_lost: int
+    """Records the group has not consumed yet that are not on the target: lost to it."""
+    partitions_unknown: int
+    """Partitions whose replication position is unknown (MM2's offset was reset) or never snapshotted."""
+    as_of: datetime | None
+
+
+def read_failover_data_loss(
+    spark: SparkSession, schema: str, catalog: str | None, groups: Collection[str]
+) -> list[GroupDataLoss]:
+    """Per source cluster and group among ``groups``, the newest data-loss estimate (none when the
+    pipeline does not ingest MM2's Connect offsets)."""
+    name = table_name(FAILOVER_DATA_LOSS.name, schema, catalog)
+    if not groups or not _exists(spark, name):
+        return []
+    rows = spark.sql(
+        "SELECT source_cluster, consumer_group, count(*) AS partitions, "
+        "coalesce(sum(consumed_not_replicated), 0) AS consumed_not_replicated, "
+        "coalesce(sum(unconsumed_lost), 0) AS unconsumed_lost, "
+        "count_if(status IS NULL OR status = 'reset') AS partitions_unknown, "
+        "unix_micros(max(progress_at)) AS as_of_micros "
+        f"FROM {name} GROUP BY source_cluster, consumer_group ORDER BY consumer_group, source_cluster"
+    ).collect()
+    wanted = set(groups)
+    return [
+        GroupDataLoss(
+            source_cluster=row["source_cluster"],
+            consumer_group=row["consumer_group"],
+            partitions=row["partitions"],
+            consumed_not_replicated=row["consumed_not_replicated"],
+            unconsumed_lost=row["unconsumed_lost"],
+            partitions_unknown=row["partitions_unknown"],
+            as_of=None if row["as_of_micros"] is None else from_micros(row["as_of_micros"]),
+        )
+        for row in rows
+        if row["consumer_group"] in wanted
     ]
 
 

@@ -124,6 +124,8 @@ class ApplyResult:
     refusing_groups: tuple[str, ...] = ()
     keep_alive: str = ""
     """How the keep-alive interval was set (printed with the plan)."""
+    data_loss: tuple[gold.GroupDataLoss, ...] = ()
+    """What failing over now would cost each selected group (not for --as-of restores)."""
     problems: tuple[str, ...] = ()
     scrubber: SecretScrubber = field(default_factory=SecretScrubber, repr=False)
 
@@ -223,6 +225,10 @@ def _run(
     offsets = select_offsets(offsets, request.selection)
     if not offsets:
         return result
+    if request.as_of is None:
+        groups = {offset.consumer_group for offset in offsets}
+        loss = gold.read_failover_data_loss(spark, schema, request.catalog, groups)
+        result = replace(result, data_loss=tuple(loss))
 
     admin = AdminClient(with_client_logger(config))
     try:

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from tabulate import tabulate
 
 from offsetlake.apply.executor import Outcome, PartitionResult
-from offsetlake.apply.gold import ClusterHealth
+from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
 from offsetlake.apply.job import ApplyResult, ApplyStatus
 from offsetlake.apply.planner import Action, PlanRow
 from offsetlake.failover import FailoverResult
@@ -102,6 +102,8 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
         out.append(_plan_totals(result))
         if result.keep_alive:
             out.append(result.keep_alive)
+        if result.data_loss:
+            out.append(data_loss_table(result.data_loss))
         if result.refusing_groups:
             refusing = ", ".join(result.refusing_groups)
             out.append(f"note: `apply` would refuse: active groups on the target: {refusing}")
@@ -129,6 +131,8 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
     out += [cluster_health_line(health, applied.reference_time) for health in applied.health]
     if applied.plan:
         out.append(group_table(applied))
+    if applied.data_loss:
+        out.append(data_loss_table(applied.data_loss))
     elif applied.nothing_selected:
         out.append("no gold offsets match the selection; nothing to do")
     out.append(_apply_totals(applied) if applied.plan else f"run {applied.run_id}: nothing applied")
@@ -189,6 +193,26 @@ def group_table(result: ApplyResult) -> str:
         ),
         lines,
     )
+
+
+def data_loss_table(losses: Sequence[GroupDataLoss]) -> str:
+    """What failing over now costs each group: records it consumed that MM2 has not copied (the
+    target never saw them), and records it has not consumed that are not on the target (lost)."""
+    rows = [
+        (
+            loss.consumer_group,
+            loss.source_cluster,
+            loss.partitions,
+            loss.consumed_not_replicated,
+            loss.unconsumed_lost,
+            loss.partitions_unknown or None,
+            loss.as_of.isoformat(timespec="seconds") if loss.as_of else None,
+        )
+        for loss in losses
+    ]
+    headers = ("group", "source", "partitions", "consumed, not on target", "unconsumed, lost",
+               "position unknown", "as of")  # fmt: skip
+    return "data loss if failing over now (gold failover_data_loss):\n" + table(headers, rows)
 
 
 def cluster_health_line(health: ClusterHealth, now: datetime) -> str:
