@@ -213,6 +213,7 @@ def _run_scenario(home: Path, clusters: ClusterPair, progress: Progress) -> int:
     progress.step("starting the local Spark session the plan and apply jobs read gold with")
     # Started here so its log level is lowered before the apply job logs through it.
     get_local_spark(home).sparkContext.setLogLevel("ERROR")
+    _show_replication_lag(home, progress)
 
     remote_topics = [settings.remote_topic(ORDERS), settings.remote_topic(PAYMENTS)]
     progress.step(
@@ -489,6 +490,21 @@ def _show_history(home: Path, progress: Progress) -> None:
         "ORDER BY consumer_group, method, valid_from"
     )
     progress.step(f'offset history of {topic}[{partition}]: offsetlake sql "{query}"')
+    rows = get_local_spark(home).sql(query).collect()
+    progress.block(
+        render.table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])
+    )
+
+
+def _show_replication_lag(home: Path, progress: Progress) -> None:
+    """How far MM2 is behind per source partition (gold replication_progress): the figure MM2 itself
+    cannot give, since it has no consumer group."""
+    query = (
+        "SELECT source_cluster, topic, `partition`, status, upstream_offset, log_end_offset, lag_records, "
+        "lag_seconds, date_format(last_progress_at, 'HH:mm:ss') AS last_progress "
+        f"FROM {LOCAL_SCHEMA}.replication_progress ORDER BY source_cluster, topic, `partition`"
+    )
+    progress.step(f'replication lag (MM2 has no consumer group, so no lag metric): offsetlake sql "{query}"')
     rows = get_local_spark(home).sql(query).collect()
     progress.block(
         render.table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])

@@ -79,6 +79,20 @@ def test_active_group_is_refused_and_excluded_group_untouched(
     assert "console-consumer-1234: excluded by the group filter; its target offsets are untouched" in output
 
 
+def test_the_demo_shows_replication_lag_and_what_a_failover_would_lose(
+    demo_run: subprocess.CompletedProcess[str],
+) -> None:
+    lines = _lines(demo_run)
+    assert any("replication lag (MM2 has no consumer group" in line for line in lines)
+    # One row per source partition the simulator replicated: 3 orders + 2 payments, MM2's position known.
+    lag = [line.split() for line in lines if line.split()[:1] == ["primary"] and "replicating" in line.split()]
+    assert sorted((row[1], row[2]) for row in lag) == [
+        ("orders", "0"), ("orders", "1"), ("orders", "2"), ("payments", "0"), ("payments", "1")
+    ]  # fmt: skip
+    assert all(int(row[6]) >= 0 for row in lag), lag  # lag_records: known, never negative
+    assert any("data loss if failing over now" in line for line in lines)
+
+
 def test_progress_lines_show_elapsed_seconds(demo_run: subprocess.CompletedProcess[str]) -> None:
     steps = [line for line in _lines(demo_run) if line.startswith("[")]
     assert len(steps) >= 10
