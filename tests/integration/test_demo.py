@@ -85,7 +85,8 @@ def test_the_demo_shows_replication_lag_and_what_a_failover_would_lose(
     lines = _lines(demo_run)
     assert any("replication lag (MM2 has no consumer group" in line for line in lines)
     # One row per source partition the simulator replicated: 3 orders + 2 payments, MM2's position known.
-    lag = [line.split() for line in lines if line.split()[:1] == ["primary"] and "replicating" in line.split()]
+    rows = [line.split() for line in lines]
+    lag = [row for row in rows if row[:1] == ["primary"] and "replicating" in row]
     assert sorted((row[1], row[2]) for row in lag) == [
         ("orders", "0"), ("orders", "1"), ("orders", "2"), ("payments", "0"), ("payments", "1")
     ]  # fmt: skip
