@@ -15,13 +15,16 @@ MM2, applies). Done by hand it goes wrong in two quiet ways, which this module r
   from; a key found elsewhere is not touched.
 
 A running connector would overwrite the tombstones at its next offset flush, so ``--execute``
-is refused unless the operator confirms the connectors are stopped. Dry run is the default:
+is refused unless the operator confirms the connectors are stopped. With a Connect REST URL the
+safer path is taken instead (Kafka 3.6+, KIP-875, ``kafka/connect_rest.py``): the worker stops the
+connector and resets its offsets itself, and refuses to while the connector runs. Dry run is the default:
 it reads and plans, writes nothing to Kafka. After writing, the topic is read again and each
 key's newest record must be the tombstone.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +37,7 @@ from offsetlake.codecs import CodecError
 from offsetlake.codecs.connect import ConnectOffset, decode_connect_offset
 from offsetlake.errors import ExternalError, UsageError
 from offsetlake.kafka.client_logging import with_client_logger
+from offsetlake.kafka.connect_rest import ConnectRest, StoredOffset
 from offsetlake.kafka.java_partitioner import java_partition
 
 
@@ -47,6 +51,8 @@ class ResetAction(StrEnum):
     """The key's newest record is a tombstone already: nothing to do."""
     SKIP_WRONG_PARTITION = "skip_wrong_partition"
     """The key is not in the partition Connect would use: a tombstone there would not delete it."""
+    RESET_VIA_REST = "reset_via_rest"
+    """Reset by the Connect worker (REST offsets API), not by a tombstone of ours."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +228,8 @@ class ResetRequest:
     execute: bool = False
     connectors_stopped: bool = False
     timeout_s: float = 30.0
+    connect_url: str | None = None
+    """A Kafka Connect worker's REST URL: stop and reset through it instead of writing tombstones."""
 
 
 @dataclass(frozen=True)
@@ -236,13 +244,73 @@ class ResetResult:
         return self.request.execute
 
 
-def run_reset(request: ResetRequest) -> ResetResult:
-    """Plan (always), then with ``execute`` write the tombstones and read them back."""
+_REST_ACTION = {True: ResetAction.ALREADY_RESET, False: ResetAction.RESET_VIA_REST}  # by "offset is None"
+
+
+@dataclass(frozen=True)
+class RestResetRow:
+    stored: StoredOffset
+    action: ResetAction
+
+
+@dataclass(frozen=True)
+class RestResetResult:
+    request: ResetRequest
+    rows: list[RestResetRow]
+    not_verified: list[RestResetRow]
+
+    @property
+    def executed(self) -> bool:
+        return self.request.execute
+
+
+def run_rest_reset(request: ResetRequest, rest: ConnectRest) -> RestResetResult:
+    """Through the worker: list the connector's offsets (always); with ``execute`` stop it, reset the
+    selected partitions (all of them: DELETE; some: PATCH with null offsets) and list them again."""
+    topic_filter = re.compile(request.topics) if request.topics else None
+    rows = [
+        RestResetRow(
+            stored, ResetAction.ALREADY_RESET if stored.offset is None else ResetAction.RESET_VIA_REST
+        )
+        for stored in rest.offsets(request.connector)
+        if topic_filter is None
+        or (isinstance(topic := stored.partition.get("topic"), str) and topic_filter.fullmatch(topic))
+    ]
+    if not request.execute:
+        return RestResetResult(request, rows, [])
+    rest.stop(request.connector, wait_s=request.timeout_s)
+    selected = [row.stored.partition for row in rows if row.action is ResetAction.RESET_VIA_REST]
+    if topic_filter is None:
+        rest.reset_all(request.connector)
+    elif selected:
+        rest.reset(request.connector, selected)
+    remaining = {
+        _partition_key(stored.partition)
+        for stored in rest.offsets(request.connector)
+        if stored.offset is not None
+    }
+    not_verified = [
+        row
+        for row in rows
+        if row.action is ResetAction.RESET_VIA_REST and _partition_key(row.stored.partition) in remaining
+    ]
+    return RestResetResult(request, rows, not_verified)
+
+
+def _partition_key(partition: Mapping[str, object]) -> str:
+    return json.dumps(dict(partition), sort_keys=True)
+
+
+def run_reset(request: ResetRequest) -> ResetResult | RestResetResult:
+    """Plan (always), then with ``execute`` write the tombstones and read them back; through the
+    Connect REST API instead when ``connect_url`` is given."""
+    if request.connect_url:
+        return run_rest_reset(request, ConnectRest(request.connect_url, timeout_s=request.timeout_s))
     if request.execute and not request.connectors_stopped:
         raise UsageError(
             f"refusing to reset {request.connector!r}: a running connector rewrites its offsets "
             "at its next flush. Stop it (PUT /connectors/<name>/stop, or stop MirrorMaker), "
-            "then pass --connectors-stopped"
+            "then pass --connectors-stopped; or give --connect-url to let the worker stop and reset it"
         )
     partitions, stored = read_offsets_topic(
         request.client_config, request.offsets_topic, timeout_s=request.timeout_s

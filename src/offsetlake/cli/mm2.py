@@ -17,7 +17,9 @@ from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_regex
 from offsetlake.cli.pipeline import kafka_properties
 from offsetlake.clusters import read_local_clusters
-from offsetlake.mm2_reset import ResetAction, ResetRequest, ResetResult, run_reset
+from offsetlake.errors import UsageError
+from offsetlake.kafka.connect_rest import ConnectRest
+from offsetlake.mm2_reset import ResetAction, ResetRequest, ResetResult, run_reset, run_rest_reset
 from offsetlake.secrets import kafka_options_from_properties, target_client_config
 
 if TYPE_CHECKING:
@@ -45,9 +47,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     reset.add_argument("--connector", required=True, help="connector name, e.g. MirrorSourceConnector")
     reset.add_argument(
         "--offsets-topic",
-        required=True,
         help="the Connect offsets topic on the target: mm2-offsets.<source>.internal (dedicated MM2) or the "
-        "worker's offset.storage.topic (e.g. connect-offsets)",
+        "worker's offset.storage.topic (e.g. connect-offsets); required without --connect-url",
     )
     reset.add_argument("--topics", type=parse_regex, help="only keys whose source topic fully matches")
     reset.add_argument("--execute", action="store_true", help="write the tombstones (default: dry run)")
@@ -56,11 +57,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="confirm the connectors are stopped (required with --execute)",
     )
+    reset.add_argument(
+        "--connect-url",
+        help="a Kafka Connect worker's REST URL (Kafka 3.6+): the worker stops the connector and resets "
+        "its offsets itself (PUT /connectors/<name>/stop, DELETE or PATCH /connectors/<name>/offsets), "
+        "the safer path; --connectors-stopped is then not needed",
+    )
     add_cluster_options(reset, sources=False)
     reset.set_defaults(handler=handle_reset_offsets)
 
 
 def handle_reset_offsets(args: argparse.Namespace, context: Context) -> int:
+    if args.connect_url:
+        return _reset_through_rest(args, context)
+    if not args.offsets_topic:
+        raise UsageError("mm2 reset-offsets: --offsets-topic is required without --connect-url")
     properties = kafka_properties(args)
     options = kafka_options_from_properties(properties) if properties else {}
     bootstrap = args.target_bootstrap_servers
@@ -95,6 +106,62 @@ def handle_reset_offsets(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
+def _reset_through_rest(args: argparse.Namespace, context: Context) -> int:
+    request = ResetRequest(
+        connector=args.connector,
+        offsets_topic=args.offsets_topic or "",
+        client_config={},
+        topics=args.topics,
+        execute=args.execute,
+        connect_url=args.connect_url,
+    )
+    result = run_rest_reset(request, ConnectRest(args.connect_url, timeout_s=request.timeout_s))
+    rows = [
+        (
+            _json(row.stored.partition),
+            None if row.stored.offset is None else _json(row.stored.offset),
+            row.action.value,
+        )
+        for row in result.rows
+    ]
+    print(render.table(("source partition", "stored offset", "action"), rows), file=context.out)
+    mode = "executed through the Connect REST API" if result.executed else "dry run, nothing changed"
+    print(
+        f"{args.connector} at {args.connect_url}: {len(result.rows)} source partitions; {mode}",
+        file=context.out,
+    )
+    mode_name = "execute" if result.executed else "dry_run"
+    failed = {id(row) for row in result.not_verified}
+    now, run_id = datetime.now(UTC), _run_id()
+    records = []
+    for row, (partition, offset, _) in zip(result.rows, rows, strict=True):
+        altered = result.executed and row.action is ResetAction.RESET_VIA_REST
+        verified = (id(row) not in failed) if altered else None
+        records.append(
+            (run_id, mode_name, args.connector, args.offsets_topic, None, None, None, partition, offset,
+             row.action.value, verified, now)
+        )  # fmt: skip
+    _append_audit(records)
+    if result.not_verified:
+        print(
+            f"offsetlake mm2 reset-offsets: error: {len(result.not_verified)} source partitions "
+            "still have an offset",
+            file=context.err,
+        )
+        return 1
+    if result.executed:
+        print(
+            f"verified: no selected partition has an offset; the connector is STOPPED: resume it with "
+            f"PUT {args.connect_url.rstrip('/')}/connectors/{args.connector}/resume",
+            file=context.out,
+        )
+    return 0
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
 def _rows(result: ResetResult) -> list[tuple[object, ...]]:
     return [
         (
@@ -109,30 +176,41 @@ def _rows(result: ResetResult) -> list[tuple[object, ...]]:
 
 
 def _audit(result: ResetResult) -> None:
+    failed = {id(row) for row in result.not_verified}
+    now = datetime.now(UTC)
+    run_id = _run_id()
+    _append_audit(
+        [
+            (
+                run_id,
+                "execute" if result.executed else "dry_run",
+                result.request.connector,
+                result.request.offsets_topic,
+                row.stored.partition,
+                row.stored.kafka_offset,
+                row.java_partition,
+                source_partition,
+                stored_offset,
+                row.action.value,
+                (id(row) not in failed) if result.executed and row.action == ResetAction.TOMBSTONE else None,
+                now,
+            )
+            for row, (source_partition, stored_offset, *_) in zip(result.rows, _rows(result), strict=True)
+        ]
+    )
+
+
+def _run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+
+
+def _append_audit(records: list[tuple[object, ...]]) -> None:
+    """One mm2_reset_audit row per key or source partition, dry runs included (like apply_audit)."""
+    if not records:
+        return
     from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
 
     spark: SparkSession = get_local_spark()
-    run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-    failed = {id(row) for row in result.not_verified}
-    now = datetime.now(UTC)
-    records = [
-        (
-            run_id,
-            "execute" if result.executed else "dry_run",
-            result.request.connector,
-            result.request.offsets_topic,
-            row.stored.partition,
-            row.stored.kafka_offset,
-            row.java_partition,
-            source_partition,
-            stored_offset,
-            row.action.value,
-            (id(row) not in failed) if result.executed and row.action == ResetAction.TOMBSTONE else None,
-            now,
-        )
-        for row, (source_partition, stored_offset, *_) in zip(result.rows, _rows(result), strict=True)
-    ]
-    if records:
-        spark.createDataFrame(records, AUDIT_SCHEMA).write.mode("append").saveAsTable(
-            f"{LOCAL_SCHEMA}.{AUDIT_TABLE}"
-        )
+    spark.createDataFrame(records, AUDIT_SCHEMA).write.mode("append").saveAsTable(
+        f"{LOCAL_SCHEMA}.{AUDIT_TABLE}"
+    )
