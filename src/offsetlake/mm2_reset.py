@@ -28,15 +28,17 @@ import json
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from offsetlake.codecs import CodecError
 from offsetlake.codecs.connect import ConnectOffset, decode_connect_offset
 from offsetlake.errors import ExternalError, UsageError
-from offsetlake.kafka.client_logging import with_client_logger
+from offsetlake.kafka import admin as kafka_admin
+from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
 from offsetlake.kafka.connect_rest import ConnectRest, StoredOffset
 from offsetlake.kafka.java_partitioner import java_partition
 
@@ -217,6 +219,43 @@ def verify_tombstones(stored_after: Iterable[StoredKey], rows: Sequence[ResetRow
         if row.action == ResetAction.TOMBSTONE
         and newest.get((row.java_partition, row.stored.key), row.stored).value is not None
     ]
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """One partition of the offset-syncs topic: its log before, and the log start after (None: dry run)."""
+
+    partition: int
+    log_start: int
+    log_end: int
+    log_start_after: int | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.log_start_after is not None and self.log_start_after >= self.log_end
+
+
+def truncate_offset_syncs(
+    config: Mapping[str, str], topic: str, *, execute: bool, timeout_s: float
+) -> list[Truncation]:
+    """Delete every record of MM2's offset-syncs topic (DeleteRecords up to each log end), so the
+    restarted connectors do not translate with syncs from before the reset. Dry run: the sizes only."""
+    admin = AdminClient(with_client_logger(dict(config)))
+    try:
+        counts = kafka_admin.list_partition_counts(admin, timeout_s=timeout_s)
+        if topic not in counts:
+            raise UsageError(f"offset-syncs topic {topic!r} not found")
+        keys = [(topic, partition) for partition in range(counts[topic])]
+        bounds = kafka_admin.list_log_bounds(admin, keys, timeout_s=timeout_s)
+        planned = [Truncation(p, bounds[(t, p)].log_start, bounds[(t, p)].log_end) for t, p in keys]
+        if not execute:
+            return planned
+        starts = kafka_admin.delete_records_before(
+            admin, {(topic, row.partition): row.log_end for row in planned}, timeout_s=timeout_s
+        )
+    finally:
+        flush_client_logs(admin)
+    return [replace(row, log_start_after=starts[(topic, row.partition)]) for row in planned]
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from offsetlake.config import HOME_ENV
 from offsetlake.kafka.java_partitioner import java_partition
 from offsetlake.mm2_reset import read_offsets_topic
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
+from tests.kafka_helpers import ClustersUnderTest, log_end_offset, log_start_offset
 
 pytestmark = pytest.mark.kafka
 
@@ -72,10 +73,22 @@ def test_reset_offsets_dry_run_refusal_and_execute(
 
     base = ["mm2", "reset-offsets", "--connector", "MirrorSourceConnector", "--offsets-topic", offsets_topic]
     base += ["--target", target_bootstrap]
-    dry = _offsetlake(*base, "--topics", f"orders-{token}", home=tmp_path)
+    syncs = [
+        "--truncate-offset-syncs",
+        settings.offset_syncs_topic,
+        "--offset-syncs-bootstrap",
+        source_bootstrap,
+    ]
+    syncs_before = log_end_offset(source_bootstrap, settings.offset_syncs_topic)
+    assert syncs_before > 0
+    dry = _offsetlake(*base, "--topics", f"orders-{token}", *syncs, home=tmp_path)
     assert dry.returncode == 0, dry.stderr
     assert "2 keys (tombstone 2); dry run, nothing written" in dry.stdout
+    assert f"{settings.offset_syncs_topic}: {syncs_before} offset-sync records; dry run, nothing deleted" in (
+        dry.stdout
+    )
     assert _newest(target_bootstrap, offsets_topic) == before
+    assert log_start_offset(source_bootstrap, settings.offset_syncs_topic) == 0
 
     refused = _offsetlake(*base, "--execute", home=tmp_path)
     assert refused.returncode == 2 and "--connectors-stopped" in refused.stderr
@@ -100,8 +113,38 @@ def test_reset_offsets_dry_run_refusal_and_execute(
     assert audit.returncode == 0, audit.stderr
     rows = json.loads(audit.stdout.strip().splitlines()[-1])[0]["rows"]
     assert sorted(map(tuple, rows)) == [
+        ("dry_run", "delete_records", None),  # one partition of the offset-syncs topic
         ("dry_run", "tombstone", None),
         ("dry_run", "tombstone", None),
         ("execute", "tombstone", True),
         ("execute", "tombstone", True),
     ]
+
+
+def test_truncating_the_offset_syncs_deletes_every_record(
+    kafka_clusters: ClustersUnderTest, tmp_path: Path
+) -> None:
+    if kafka_clusters.is_tansu:
+        pytest.skip(
+            "Tansu cannot delete records (DeleteRecords panics); set OFFSETLAKE_TEST_SOURCE_BOOTSTRAP and "
+            "OFFSETLAKE_TEST_TARGET_BOOTSTRAP to a real Kafka pair to run this"
+        )
+    token = uuid.uuid4().hex[:8]
+    source, target = kafka_clusters.source_bootstrap, kafka_clusters.target_bootstrap
+    settings = MirrorSettings(f"src-{token}", f"tgt-{token}", source, target)
+    with MirrorSimulator(settings) as simulator:
+        simulator.create_topic(f"orders-{token}", 2)
+        simulator.produce(f"orders-{token}", 3)
+        simulator.replicate()
+        simulator.commit()
+    topic = settings.offset_syncs_topic
+    end = log_end_offset(source, topic)
+    executed = _offsetlake(
+        "mm2", "reset-offsets", "--connector", "MirrorSourceConnector",
+        "--offsets-topic", settings.connect_offsets_topic, "--target", target,
+        "--execute", "--connectors-stopped", "--truncate-offset-syncs", topic,
+        "--offset-syncs-bootstrap", source, home=tmp_path,
+    )  # fmt: skip
+    assert executed.returncode == 0, executed.stderr
+    assert f"{topic}: {end} offset-sync records; deleted and verified" in executed.stdout
+    assert log_start_offset(source, topic) == end

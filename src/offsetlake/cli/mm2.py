@@ -19,7 +19,14 @@ from offsetlake.cli.pipeline import kafka_properties
 from offsetlake.clusters import read_local_clusters
 from offsetlake.errors import UsageError
 from offsetlake.kafka.connect_rest import ConnectRest
-from offsetlake.mm2_reset import ResetAction, ResetRequest, ResetResult, run_reset, run_rest_reset
+from offsetlake.mm2_reset import (
+    ResetAction,
+    ResetRequest,
+    ResetResult,
+    run_reset,
+    run_rest_reset,
+    truncate_offset_syncs,
+)
 from offsetlake.secrets import kafka_options_from_properties, target_client_config
 
 if TYPE_CHECKING:
@@ -63,24 +70,81 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "its offsets itself (PUT /connectors/<name>/stop, DELETE or PATCH /connectors/<name>/offsets), "
         "the safer path; --connectors-stopped is then not needed",
     )
+    reset.add_argument(
+        "--truncate-offset-syncs",
+        metavar="TOPIC",
+        help="also delete every record of MM2's offset-syncs topic (mm2-offset-syncs.<target>.internal, "
+        "DeleteRecords up to each log end), so restarted connectors translate with new syncs only",
+    )
+    reset.add_argument(
+        "--offset-syncs-bootstrap",
+        metavar="BOOTSTRAP",
+        help="the cluster holding the offset-syncs topic (the source cluster with MM2's default "
+        "offset-syncs.topic.location=source; default: the target)",
+    )
     add_cluster_options(reset, sources=False)
     reset.set_defaults(handler=handle_reset_offsets)
 
 
 def handle_reset_offsets(args: argparse.Namespace, context: Context) -> int:
-    if args.connect_url:
-        return _reset_through_rest(args, context)
-    if not args.offsets_topic:
-        raise UsageError("mm2 reset-offsets: --offsets-topic is required without --connect-url")
+    status = _reset_through_rest(args, context) if args.connect_url else _reset_with_tombstones(args, context)
+    if status == 0 and args.truncate_offset_syncs:
+        status = _truncate(args, context)
+    return status
+
+
+def _client_options(args: argparse.Namespace, bootstrap: str | None) -> dict[str, str]:
+    """librdkafka settings from --kafka-properties, for ``bootstrap`` (the local target by default)."""
     properties = kafka_properties(args)
     options = kafka_options_from_properties(properties) if properties else {}
-    bootstrap = args.target_bootstrap_servers
     if not bootstrap and "kafka.bootstrap.servers" not in options:
         bootstrap = read_local_clusters().target.bootstrap_servers
+    return target_client_config(bootstrap, options)
+
+
+def _truncate(args: argparse.Namespace, context: Context) -> int:
+    config = _client_options(args, args.offset_syncs_bootstrap or args.target_bootstrap_servers)
+    topic = args.truncate_offset_syncs
+    rows = truncate_offset_syncs(config, topic, execute=args.execute, timeout_s=30.0)
+    print(
+        render.table(
+            ("partition", "log start", "log end", "records deleted" if args.execute else "records to delete",
+             "log start after"),
+            [(row.partition, row.log_start, row.log_end, row.log_end - row.log_start, row.log_start_after)
+             for row in rows],
+        ),
+        file=context.out,
+    )  # fmt: skip
+    now, run_id, mode = datetime.now(UTC), _run_id(), "execute" if args.execute else "dry_run"
+    _append_audit(
+        [
+            (run_id, mode, args.connector, topic, row.partition, row.log_end, None, None, None,
+             "delete_records", row.verified if args.execute else None, now)
+            for row in rows
+        ]
+    )  # fmt: skip
+    failed = [row.partition for row in rows if args.execute and not row.verified]
+    if failed:
+        print(
+            f"offsetlake mm2 reset-offsets: error: {topic} partitions {failed} still hold records",
+            file=context.err,
+        )
+        return 1
+    verdict = "deleted and verified" if args.execute else "dry run, nothing deleted"
+    print(
+        f"{topic}: {sum(r.log_end - r.log_start for r in rows)} offset-sync records; {verdict}",
+        file=context.out,
+    )
+    return 0
+
+
+def _reset_with_tombstones(args: argparse.Namespace, context: Context) -> int:
+    if not args.offsets_topic:
+        raise UsageError("mm2 reset-offsets: --offsets-topic is required without --connect-url")
     request = ResetRequest(
         connector=args.connector,
         offsets_topic=args.offsets_topic,
-        client_config=target_client_config(bootstrap, options),
+        client_config=_client_options(args, args.target_bootstrap_servers),
         topics=args.topics,
         execute=args.execute,
         connectors_stopped=args.connectors_stopped,

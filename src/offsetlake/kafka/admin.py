@@ -327,6 +327,23 @@ def list_log_bounds(
     return {key: LogBounds(starts[key], ends[key]) for key in partitions}
 
 
+def delete_records_before(
+    admin: AdminClient, offsets: Mapping[TopicPartitionKey, int], *, timeout_s: float
+) -> dict[TopicPartitionKey, int]:
+    """DeleteRecords: every record below ``offsets[partition]`` goes; returns each new log start."""
+    request = [TopicPartition(topic, partition, offset) for (topic, partition), offset in offsets.items()]
+    if not request:
+        return {}
+    futures = admin.delete_records(request, request_timeout=timeout_s, operation_timeout=timeout_s)
+    try:
+        return {
+            (tp.topic, tp.partition): future.result(timeout=timeout_s).low_watermark
+            for tp, future in futures.items()
+        }
+    except (KafkaException, TimeoutError) as error:
+        raise admin_error(error, f"deleting records of {sorted(offsets)}") from error
+
+
 def alter_committed_offsets(
     admin: AdminClient,
     group: str,
