@@ -337,19 +337,15 @@ def _python_type_name(json_type: Column) -> Column:
     return name
 
 
-class _JsonObject:
-    """One K2K JSON part (key or value), validated like ``codecs.mappings`` does, field by field.
-
-    Parsed values are materialized as ``_<prefix>_*`` columns in stages so each check references
-    a column instead of re-inlining the parse (which made generated code exceed 64 KB).
-    """
+class _StagedJson:
+    """One JSON part (key or value) parsed in stages into ``_<prefix>_*`` columns, so each check
+    references a column instead of re-inlining the parse (which made generated code exceed 64 KB):
+    the text, the document (exactly one JSON value, else malformed) and its variant type."""
 
     def __init__(self, data: Column, part: str, prefix: str) -> None:
         self._data = data
         self._part = part
         self._prefix = prefix
-        self._fields: list[str] = []
-        self.checks = _Checks()
 
     def col(self, name: str) -> Column:
         return sf.col(f"_{self._prefix}_{name}")
@@ -370,6 +366,15 @@ class _JsonObject:
             f"_{self._prefix}_doc": document,
             f"_{self._prefix}_doc_type": sf.schema_of_variant(document),
         }
+
+
+class _JsonObject(_StagedJson):
+    """One K2K JSON part (key or value), validated like ``codecs.mappings`` does, field by field."""
+
+    def __init__(self, data: Column, part: str, prefix: str) -> None:
+        super().__init__(data, part, prefix)
+        self._fields: list[str] = []
+        self.checks = _Checks()
 
     def field_stage(self, fields: Sequence[str]) -> dict[str, Column]:
         self._fields = list(fields)
@@ -496,50 +501,26 @@ MAPPING_DECODERS: Final = {"k2k-json-v1": decode_k2k_json_v1}
 """Spark decoders by ``offsetlake.mappings.format`` name (settings.SUPPORTED_MAPPING_FORMATS)."""
 
 
-class _ConnectJson:
+class _ConnectJson(_StagedJson):
     """One part (key or value) of a Connect offset record as staged JSON columns ``_<prefix>_*``."""
-
-    def __init__(self, data: Column, part: str, prefix: str) -> None:
-        self.data = data
-        self.part = part
-        self.prefix = prefix
-
-    def col(self, name: str) -> Column:
-        return sf.col(f"_{self.prefix}_{name}")
-
-    def parse_stage(self) -> dict[str, Column]:
-        text = self.data.cast("string")
-        wrapped = sf.try_parse_json(sf.concat(sf.lit("["), text, sf.lit(f",{_JSON_SENTINEL_LITERAL}]")))
-        return {f"_{self.prefix}_text": text, f"_{self.prefix}_wrapped": wrapped}
-
-    def document_stage(self) -> dict[str, Column]:
-        wrapped = self.col("wrapped")
-        single_document = (sf.json_array_length(sf.to_json(wrapped)) == 2) & (
-            sf.variant_get(wrapped, "$[1]", "string") == sf.lit(_JSON_SENTINEL)
-        )
-        document = sf.variant_get(wrapped, "$[0]", "variant")
-        return {
-            f"_{self.prefix}_single": single_document,
-            f"_{self.prefix}_doc": document,
-            f"_{self.prefix}_type": sf.schema_of_variant(document),
-        }
 
     def member_stage(self, members: dict[str, str]) -> dict[str, Column]:
         """``name -> JSON path`` members of the document, each with its variant type."""
         stage: dict[str, Column] = {}
         for name, path in members.items():
             found = sf.variant_get(self.col("doc"), path, "variant")
-            stage[f"_{self.prefix}_{name}"] = found
-            stage[f"_{self.prefix}_{name}_type"] = sf.schema_of_variant(found)
+            stage[f"_{self._prefix}_{name}"] = found
+            stage[f"_{self._prefix}_{name}_type"] = sf.schema_of_variant(found)
         return stage
 
     def parse_checks(self, checks: _Checks) -> None:
         text = self.col("text")
         checks.add(
             ~sf.is_valid_utf8(text),
-            sf.format_string(f"{self.part}: invalid UTF-8 at byte %d", _valid_utf8_prefix_bytes(text)),
+            sf.format_string(f"{self._part}: invalid UTF-8 at byte %d", _valid_utf8_prefix_bytes(text)),
         )
-        checks.add(self.col("wrapped").isNull() | ~self.col("single"), sf.lit(f"{self.part}: malformed JSON"))
+        malformed = self.col("wrapped").isNull() | ~self.col("single")
+        checks.add(malformed, sf.lit(f"{self._part}: malformed JSON"))
 
 
 _JSON_INTEGER_TYPES: Final = ("BIGINT", "INT", "SMALLINT", "TINYINT")
@@ -581,7 +562,7 @@ def decode_connect_offsets(df: DataFrame, key: str = "key", value: str = "value"
     checks = _Checks()
     checks.add(sf.col(key).isNull(), sf.lit(f"connect offset key: {_missing('key')}"))
     key_json.parse_checks(checks)
-    key_type = key_json.col("type")
+    key_type = key_json.col("doc_type")
     key_length = sf.json_array_length(sf.to_json(key_json.col("doc")))
     checks.add(
         ~key_type.startswith("ARRAY") | (key_length != 2),
@@ -610,7 +591,7 @@ def decode_connect_offsets(df: DataFrame, key: str = "key", value: str = "value"
     value_present = sf.col(value).isNotNull()
     value_checks = _Checks()
     value_json.parse_checks(value_checks)
-    value_type = value_json.col("type")
+    value_type = value_json.col("doc_type")
     value_checks.add(
         ~value_type.startswith("OBJECT") & (value_type != "VOID"),
         sf.format_string(
