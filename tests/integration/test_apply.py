@@ -8,6 +8,7 @@ target cluster (Tansu, or a real Kafka named by OFFSETLAKE_TEST_*_BOOTSTRAP).
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import signal
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Row, SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+DASHBOARD = Path(__file__).resolve().parents[2] / "src" / "dashboards" / "offsetlake_freshness.lvdash.json"
 
 HISTORY_DDL = (
     "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
@@ -139,6 +141,16 @@ class ApplyHarness:
         return self.spark.sql(
             f"SELECT * FROM `{self.schema}`.apply_audit WHERE {where} ORDER BY recorded_at, consumer_group"
         ).collect()
+
+    def dashboard_dataset(self, name: str) -> list[Row]:
+        """One dataset of the freshness dashboard (its queries name tables without a schema)."""
+        (dataset,) = [d for d in json.loads(DASHBOARD.read_text())["datasets"] if d["name"] == name]
+        previous = self.spark.catalog.currentDatabase()
+        self.spark.catalog.setCurrentDatabase(self.schema)
+        try:
+            return self.spark.sql(" ".join(dataset["queryLines"])).collect()
+        finally:
+            self.spark.catalog.setCurrentDatabase(previous)
 
     def write_data_loss(self, rows: list[tuple[Any, ...]]) -> None:
         """failover_data_loss rows, in the pipeline's column order (pipeline/tables.py)."""
@@ -252,6 +264,14 @@ def test_plan_then_apply_handles_every_case_and_converges(
     ) == sorted([(empty, 0, 6), (new, 0, 4), (new, 1, 3), (clamp, 0, RECORDS_PER_PARTITION), (idle, 0, 7)])
     assert all(row["verified"] and row["read_back_offset"] == row["applied_offset"] for row in results)
     assert {row["previous_offset"] for row in results if row["consumer_group"] == empty} == {2}
+    # The freshness dashboard's apply-outcomes dataset runs on this audit table as Databricks would.
+    outcomes = {
+        (row["mode"], row["outcome"]): row["partitions"]
+        for row in harness.dashboard_dataset("apply_outcomes")
+        if row["run_id"] == applied.run_id
+    }
+    assert outcomes == {("apply", "applied"): 5, ("apply", "skip_missing_topic"): 1,
+                        ("apply", "skip_stale"): 1, ("apply", "skip_would_rewind"): 1}  # fmt: skip
 
     rewound = harness.run("apply", "--groups", ahead, "--allow-rewind")
     assert rewound.exit_code == 0, rewound

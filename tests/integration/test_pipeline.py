@@ -47,7 +47,7 @@ EAST_ORDERS_SYNCS = ((0, 0), (10, 8), (20, 15), (20, 16), (35, 30))
 REPO_SQL = Path(__file__).resolve().parents[2] / "sql"
 DASHBOARD = Path(__file__).resolve().parents[2] / "src" / "dashboards" / "offsetlake_freshness.lvdash.json"
 ALERTS = Path(__file__).resolve().parents[2] / "resources" / "offsetlake.alert.yml"
-# apply_audit is written by plan/apply, not the pipeline scenario: its dataset is not run here (yet).
+# apply_audit is written by plan/apply, not the pipeline: tests/integration/test_apply.py runs that one.
 _NOT_PIPELINE_DATASETS = {"apply_outcomes"}
 
 
