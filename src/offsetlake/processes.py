@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,6 +39,71 @@ class ReceivedSignal:
     """
 
     signum: int | None = None
+
+
+@dataclass
+class _ForcedExit:
+    """The bound on a stop: past ``after_s`` (or at a second signal) the process ends anyway."""
+
+    label: str = ""
+    after_s: float = 0.0
+    timer: threading.Timer | None = None
+
+
+@contextmanager
+def forced_exit_after(seconds: float, label: str) -> Iterator[None]:
+    """Within this block, a stop signal whose cleanup has not ended the process ``seconds`` later
+    (or a second signal) ends it: children terminated, one ``<label>: ...`` line, exit 128 + signal.
+
+    Raising StopSignalError is not always enough: the main thread may sit in a C call that holds
+    signals until it returns (librdkafka), or inside a library that catches the exception and goes
+    on (py4j retries a command, pyspark stops a half-started SparkContext through the JVM). So the
+    signal is also seen outside the main thread: CPython writes its number to a wakeup socket at
+    once, and a watcher thread starts the clock. For the command-line process only (``os._exit``).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    forced = _ForcedExit(label, seconds)
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    watcher = threading.Thread(target=_watch, args=(reader, forced), name="stop-bound", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        if forced.timer is not None:
+            forced.timer.cancel()
+        writer.close()
+        reader.close()
+
+
+def _watch(reader: socket.socket, forced: _ForcedExit) -> None:
+    while True:
+        try:
+            received = reader.recv(1)
+        except OSError:
+            return
+        if not received:
+            return
+        signum = received[0]
+        if signum not in (signal.SIGINT, signal.SIGTERM):
+            continue
+        if forced.timer is not None:  # a second signal: the operator does not want to wait
+            _exit_now(forced, signum, "a second signal")
+        why = f"cleanup still running after {forced.after_s:g}s"
+        forced.timer = threading.Timer(forced.after_s, _exit_now, (forced, signum, why))
+        forced.timer.daemon = True
+        forced.timer.start()
+
+
+def _exit_now(forced: _ForcedExit, signum: int, why: str) -> None:
+    name = signal.Signals(signum).name
+    print(f"{forced.label}: interrupted by {name}; {why}, stopping now", file=sys.stderr, flush=True)
+    terminate_descendants(grace_s=2)
+    os._exit(128 + signum)
 
 
 @contextmanager

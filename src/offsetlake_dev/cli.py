@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from offsetlake.cli import render
+from offsetlake.cli.main import FORCED_EXIT_AFTER_S
 from offsetlake.clusters import CLUSTERS_FILE
 from offsetlake.config import local_home
 from offsetlake.errors import StopSignalError
-from offsetlake.processes import call_interruptibly, terminate_descendants
+from offsetlake.processes import call_interruptibly, forced_exit_after, terminate_descendants
 from offsetlake_dev.demo import handle_demo
 from offsetlake_dev.local_cluster import (
     ClusterState,
@@ -70,12 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """SIGINT/SIGTERM unwind the command (the demo stops its clusters and pipeline), then every
     process it started is ended; the exit status is 130/143."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(call_interruptibly(lambda: args.handler(args)))
-    except StopSignalError as error:
-        print(f"offsetlake_dev {args.command}: {error}", file=sys.stderr)
-        terminate_descendants()
-        return error.exit_code
+    with forced_exit_after(FORCED_EXIT_AFTER_S, f"offsetlake_dev {args.command}"):
+        try:
+            return int(call_interruptibly(lambda: args.handler(args)))
+        except StopSignalError as error:
+            print(f"offsetlake_dev {args.command}: {error}", file=sys.stderr)
+            terminate_descendants()
+            return error.exit_code
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
 from offsetlake.config import HOME_ENV
 from offsetlake_dev.local_cluster import ClusterPair, start_clusters, stop_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
-from tests.kafka_helpers import committed_offsets, produce
+from tests.kafka_helpers import committed_offsets, create_topic, log_end_offset, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -44,6 +44,7 @@ TARGET_ALIAS = "dr"
 TOPIC = "orders"
 PARTITIONS = 2
 GROUPS = tuple(f"app-{n}" for n in range(5))
+NEVER_REPLICATED = "audit-log"
 CLUSTER_TIMEOUT_MS = 5000
 # A refresh with a dead source: Spark start-up, the flows, and the dead cluster's bounded wait
 # (one timeout, paid in parallel by its flows). Generous for a busy 2-core machine.
@@ -57,6 +58,10 @@ class Outage:
     clusters: ClusterPair
     simulator: MirrorSimulator
     checkpoints: dict[tuple[str, str, int], Checkpoint]
+    stored: dict[int, int | None]
+    """The simulator's ground truth per TOPIC partition: the Connect offset it stored (None: reset)."""
+    replicated: dict[int, int | None]
+    """... and the last upstream offset it replicated (flushed to Connect or not)."""
 
     @property
     def target(self) -> str:
@@ -134,9 +139,15 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outage]:
                     group, {(TOPIC, p): 5 + 7 * index + p for p in range(PARTITIONS)}
                 )
             emitted = simulator.emit_checkpoints(GROUPS)
+            simulator.reset_connect_offset(TOPIC, 1)  # an operator reset: no lag figure, not zero lag
+            stored = {p: simulator.stored_offset(TOPIC, p) for p in range(PARTITIONS)}
+            replicated = {p: simulator.replicated_through(TOPIC, p) for p in range(PARTITIONS)}
+        # A source topic MM2 never replicated (not in its topic filter, say): never_replicated.
+        create_topic(clusters.source.bootstrap_servers, NEVER_REPLICATED)
+        produce(clusters.source.bootstrap_servers, NEVER_REPLICATED, [(None, b"x")] * 3)
         checkpoints = {(c.group, c.topic, c.partition): c for c in emitted}
         assert len(checkpoints) == len(GROUPS) * PARTITIONS
-        yield Outage(home, clusters, simulator, checkpoints)
+        yield Outage(home, clusters, simulator, checkpoints, stored, replicated)
     finally:
         stop_clusters(home)
 
@@ -180,6 +191,7 @@ def test_source_dead_between_refreshes_keeps_gold_and_adds_new_checkpoints(outag
     assert both_up.returncode == 0, both_up.stdout[-4000:]
     before_latest = {_key(r): r for r in outage.rows("latest_offsets")}
     before_history = outage.rows("offset_history")
+    before_progress = outage.rows("replication_progress")
     assert {r["method"] for r in before_history} == {"checkpoint", "offset_sync"}
 
     group, partition = GROUPS[0], 0
@@ -210,6 +222,25 @@ def test_source_dead_between_refreshes_keeps_gold_and_adds_new_checkpoints(outag
     )
     assert latest_check["reachable"] is False
     outage.checkpoints[(group, outage.remote_topic, partition)] = newer
+
+    # MM2's replication progress from the refresh with both clusters up, against the simulator's
+    # ground truth: the position it stored, the reset, and the topic it never replicated.
+    progress = {
+        (r["topic"], r["partition"]): r for r in before_progress if r["source_cluster"] == SOURCE_ALIAS
+    }
+    assert (TOPIC, 0) in progress, both_up.stdout[-3000:]
+    ok = progress[(TOPIC, 0)]
+    assert ok["status"] == "replicating"
+    stored, replicated = outage.stored[0], outage.replicated[0]
+    assert stored is not None and replicated is not None
+    # The stored Connect offset, or a fresher offset sync; never beyond what was replicated.
+    assert stored <= ok["upstream_offset"] <= replicated
+    assert ok["log_end_offset"] == log_end_offset(outage.source, TOPIC, 0)
+    assert ok["lag_records"] == ok["log_end_offset"] - (ok["upstream_offset"] + 1)
+    assert outage.stored[1] is None
+    assert (progress[(TOPIC, 1)]["status"], progress[(TOPIC, 1)]["lag_records"]) == ("reset", None)
+    never = progress[(NEVER_REPLICATED, 0)]
+    assert (never["status"], never["upstream_offset"], never["lag_records"]) == ("never_replicated", None, 3)
 
 
 def test_apply_needs_only_the_target(outage: Outage) -> None:

@@ -62,6 +62,25 @@ def test_a_failed_flow_fails_the_run_even_if_it_later_completed() -> None:
     assert judge(0, _log(lines)) == (False, "flows failed: spark_catalog.offsetlake.bronze_offset_syncs")
 
 
+def test_a_flow_the_engine_restarted_after_a_failure_and_that_then_completed_is_fine() -> None:
+    flow = "spark_catalog.offsetlake.source_log_offsets"
+    lines = [
+        *GOOD_FLOWS,
+        f"2026-11-22 23:41:39: Flow {flow} is STARTING.",
+        f"2026-11-22 23:41:39: Flow {flow} is RUNNING.",
+        f"2026-11-22 23:41:50: Flow {flow} has COMPLETED.",
+        f"2026-11-22 23:41:50: Flow '{flow}' has FAILED.",
+        "Error: [STREAM_FAILED] Query terminated with exception: Python worker failed to connect back.",
+        f"2026-11-22 23:41:55: Flow {flow} is STARTING.",
+        f"2026-11-22 23:41:55: Flow {flow} is RUNNING.",
+        f"2026-11-22 23:42:19: Flow {flow} has COMPLETED.",
+        *RUN_COMPLETED,
+    ]
+    assert judge(0, _log(lines)) == (True, "exit code 0")
+    failed_again = [*lines[: -1 - len(RUN_COMPLETED)], f"2026-11-22 23:42:19: Flow '{flow}' has FAILED."]
+    assert judge(1, _log(failed_again)) == (False, f"flows failed: {flow}")
+
+
 def test_a_flow_that_failed_for_good_or_was_skipped_fails_the_run() -> None:
     lines = [
         *GOOD_FLOWS,

@@ -126,3 +126,28 @@ def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+# A command stuck where SIGTERM cannot cut in (librdkafka's list_topics holds signals until its
+# timeout), with a stop bounded to 1 s; prints the seconds from start to the signal.
+STUCK_COMMAND = (
+    "import os, signal, sys, threading, time\n"
+    "from confluent_kafka.admin import AdminClient\n"
+    "from offsetlake.processes import call_interruptibly, forced_exit_after\n"
+    "admin = AdminClient({'bootstrap.servers': '127.0.0.1:' + sys.argv[1], 'log_level': '0'})\n"
+    "threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()\n"
+    "with forced_exit_after(1.0, 'offsetlake test'):\n"
+    "    call_interruptibly(lambda: admin.list_topics(timeout=60))\n"
+)
+
+
+def test_a_stop_is_bounded_even_when_the_main_thread_cannot_take_the_signal() -> None:
+    started = time.monotonic()
+    command = [sys.executable, "-c", STUCK_COMMAND, str(_closed_port())]
+    stuck = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    assert stuck.returncode == 128 + signal.SIGTERM, stuck.stderr
+    assert (
+        "offsetlake test: interrupted by SIGTERM; cleanup still running after 1s, stopping now"
+        in stuck.stderr
+    )
+    assert time.monotonic() - started < 20  # not the 60 s the call would have taken

@@ -19,11 +19,13 @@ from offsetlake.cli.context import Context
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
 from offsetlake.kafka.client_logging import set_verbose
 from offsetlake.pipeline.local_spark import stop_local_spark
-from offsetlake.processes import call_interruptibly, terminate_descendants
+from offsetlake.processes import call_interruptibly, forced_exit_after, terminate_descendants
 
 EXIT_USAGE = UsageError.exit_code
 EXIT_INTERRUPTED = 130
 _LOG_HANDLER = "offsetlake-cli"
+FORCED_EXIT_AFTER_S = 30.0
+"""After SIGINT/SIGTERM, the longest the cleanup may take (children ended, audit written)."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -54,8 +56,15 @@ def run_command(argv: Sequence[str] | None = None, context: Context | None = Non
     """Parse ``argv`` and run the command; returns the exit status."""
     context = context or Context()
     args = build_parser().parse_args(argv)
-    if context.owns_process:
-        _configure_logging(context, verbose=args.verbose)
+    if not context.owns_process:
+        return _run(args, context)
+    _configure_logging(context, verbose=args.verbose)
+    # The command-line process also bounds a stop: its cleanup gets FORCED_EXIT_AFTER_S.
+    with forced_exit_after(FORCED_EXIT_AFTER_S, f"offsetlake {args.command}"):
+        return _run(args, context)
+
+
+def _run(args: argparse.Namespace, context: Context) -> int:
     interrupted = False
     try:
         return int(call_interruptibly(lambda: args.handler(args, context)) or 0)

@@ -11,8 +11,10 @@ Why parse instead of trusting the exit code: with pyspark 4.2, a run that read a
 source ends with ``PySparkValueError: [UNKNOWN_RESPONSE] ... __python_accumulator__`` and exit 1
 even though every flow completed (the client does not understand a response the server sends
 after the run). A run counts as succeeded only if the process exited 0, or if ALL of these hold:
-the run reported ``Run is COMPLETED``, every flow's last state is COMPLETED, no flow ever FAILED,
-and the process printed exactly one Python traceback whose error is that UNKNOWN_RESPONSE. Any
+the run reported ``Run is COMPLETED``, every flow's last state is COMPLETED, no flow FAILED
+without being restarted after (a retried stream resumes from its checkpoint: under load a Python
+data source's worker can miss Spark's 10 s connect-back window, and the retry succeeds), and the
+process printed exactly one Python traceback whose error is that UNKNOWN_RESPONSE. Any
 other error, a failed flow, or a missing run-completed event is a failure.
 """
 
@@ -109,14 +111,25 @@ class RunLog:
             for name, events in sorted(self.flows.items())
         )
 
-    def ever_failed(self) -> list[str]:
-        return sorted(name for name, events in self.flows.items() if any(s == "FAILED" for _, s in events))
+    def failed_unrecovered(self) -> list[str]:
+        """Flows that FAILED and were not started again afterwards. A flow the engine restarted
+        (``spark.sql.pipelines.maxFlowRetryAttempts``) resumes from its checkpoint, so its final
+        COMPLETED is real; a COMPLETED that follows a FAILED without a restart is not (a stream
+        whose batch was lost is reported so), and counts as failed."""
+        failed = []
+        for name, events in self.flows.items():
+            states = [state for _, state in events]
+            if "FAILED" in states:
+                last_failure = len(states) - 1 - states[::-1].index("FAILED")
+                if "STARTING" not in states[last_failure:]:
+                    failed.append(name)
+        return sorted(failed)
 
 
 def judge(exit_code: int, log: RunLog) -> tuple[bool, str]:
     """(succeeded, why). See the module docstring for the rule."""
     outcomes = log.outcomes()
-    failed = log.ever_failed()
+    failed = log.failed_unrecovered()
     unfinished = [o.name for o in outcomes if o.state != "COMPLETED"]
     if failed:
         return False, f"flows failed: {', '.join(failed)}"

@@ -76,9 +76,29 @@ def latest_offsets_view() -> DataFrame:
     return latest_offsets(spark.read.table("translation_observations"), settings.method_precedence)
 
 
-def _position_observations() -> DataFrame:
+# Read through temporary views, as translation_observations is: measured locally, a materialized
+# view that reads a streaming table directly saw that table as it was when the update started (a
+# snapshot taken this update showed up one update late); through a view it sees this update's rows.
+@dp.temporary_view(name="replication_position_events", comment="MM2's positions: Connect offsets, syncs.")
+def replication_position_events() -> DataFrame:
     connect = spark.read.table(SILVER_CONNECT_OFFSETS.name) if settings.connect_offsets_topics else None
     return position_observations(connect, spark.read.table(SILVER_OFFSET_SYNCS.name))
+
+
+@dp.temporary_view(name="source_log_snapshots", comment="Every source log-offset snapshot.")
+def source_log_snapshots() -> DataFrame:
+    return spark.read.table(SOURCE_LOG_OFFSETS.name)
+
+
+@dp.temporary_view(name="source_group_snapshots", comment="Every source group-offset snapshot.")
+def source_group_snapshots() -> DataFrame:
+    return spark.read.table(SILVER_GROUP_OFFSETS.name)
+
+
+def _progress_history() -> DataFrame:
+    return replication_progress_history(
+        spark.read.table("replication_position_events"), spark.read.table("source_log_snapshots")
+    )
 
 
 @dp.materialized_view(
@@ -87,7 +107,7 @@ def _position_observations() -> DataFrame:
     schema=REPLICATION_PROGRESS_HISTORY.schema_ddl,
 )
 def replication_progress_history_view() -> DataFrame:
-    return replication_progress_history(_position_observations(), spark.read.table(SOURCE_LOG_OFFSETS.name))
+    return _progress_history()
 
 
 @dp.materialized_view(
@@ -96,7 +116,7 @@ def replication_progress_history_view() -> DataFrame:
     schema=REPLICATION_PROGRESS.schema_ddl,
 )
 def replication_progress_view() -> DataFrame:
-    return latest_progress(spark.read.table(REPLICATION_PROGRESS_HISTORY.name))
+    return latest_progress(_progress_history())
 
 
 @dp.materialized_view(
@@ -104,8 +124,8 @@ def replication_progress_view() -> DataFrame:
 )
 def failover_data_loss_view() -> DataFrame:
     return failover_data_loss(
-        spark.read.table(SILVER_GROUP_OFFSETS.name),
-        spark.read.table(REPLICATION_PROGRESS.name),
+        spark.read.table("source_group_snapshots"),
+        latest_progress(_progress_history()),
         settings.policy,
         settings.target_alias,
     )
