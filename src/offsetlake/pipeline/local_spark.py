@@ -28,7 +28,10 @@ LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 # parallel collector cost more CPU than they save. Measured on the loaded 2-core machine: a short
 # session (start, a small aggregation, a table write) 40 s -> 25 s (median of 3); a pipeline update
 # over 100,000 checkpoints 223 s -> 161 s (start-up 97 s -> 50 s). Only local processes use this.
-_SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Without tiered compilation the JVM reserves 48 MB of code cache, which C1 fills in a long
+# pipeline run ("CodeCache is full. Compiler has been disabled", then method-handle linking fails
+# and the DAG scheduler dies: measured in the demo); the tiered default size is kept.
+_SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
 
 
 def local_spark_conf(home: Path | None = None) -> dict[str, str]:
