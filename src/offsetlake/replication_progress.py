@@ -23,6 +23,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+INT64_MAX = (1 << 63) - 1
+
+
+def next_after(upstream_offset: int) -> int:
+    """The offset after ``upstream_offset``, saturating at Kafka's largest offset (a record there is
+    the log's last possible one; a position past it cannot be stored in an INT64)."""
+    return min(upstream_offset + 1, INT64_MAX)
+
 
 class ReplicationStatus(StrEnum):
     REPLICATING = "replicating"
@@ -69,9 +77,9 @@ def _position_now(known: Sequence[PositionObservation]) -> tuple[ReplicationStat
     sync_is_fresher = sync is not None and (connect is None or sync.observed_at > connect.observed_at)
     candidates: list[tuple[int, str]] = []
     if connect is not None and connect.upstream_offset is not None:
-        candidates.append((connect.upstream_offset + 1, "connect_offset"))
+        candidates.append((next_after(connect.upstream_offset), "connect_offset"))
     if sync is not None and sync.upstream_offset is not None and sync_is_fresher:
-        candidates.append((sync.upstream_offset + 1, "offset_sync"))
+        candidates.append((next_after(sync.upstream_offset), "offset_sync"))
     if not candidates:
         status = ReplicationStatus.NEVER_REPLICATED if connect is None else ReplicationStatus.RESET
         return status, None, None

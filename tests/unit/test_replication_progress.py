@@ -8,10 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offsetlake.replication_progress import (
+    INT64_MAX,
     DataLoss,
     PositionObservation,
     ReplicationStatus,
     data_loss,
+    next_after,
     replicated_position,
 )
 
@@ -117,3 +119,9 @@ def test_position_only_uses_what_was_known_and_never_goes_below_the_newest_conne
             assert position.next_offset is not None and position.next_offset >= newest.upstream_offset + 1
     elif position.status == ReplicationStatus.NEVER_REPLICATED:
         assert not known_connect and not [o for o in observations if o.observed_at <= _at(as_of)]
+
+
+def test_the_next_offset_saturates_at_the_largest_kafka_offset() -> None:
+    assert next_after(41) == 42
+    assert next_after(INT64_MAX - 1) == INT64_MAX
+    assert next_after(INT64_MAX) == INT64_MAX  # never beyond what an INT64 column can hold

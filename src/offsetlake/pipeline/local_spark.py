@@ -62,18 +62,26 @@ def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> S
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    if SparkContext._active_spark_context is None:
+    starting = SparkContext._active_spark_context is None
+    if starting:
         check_home_free(home or local_home())
     builder = SparkSession.builder.master("local[2]").appName(app_name)
     for key, value in local_spark_conf(home).items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
+    if starting:
+        _STARTED_HERE.add(id(spark.sparkContext))
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {LOCAL_SCHEMA}")
     return spark
 
 
+# The SparkContexts get_local_spark started: only those are stopped by stop_local_spark, never a
+# session the caller had before (a notebook's, a test session's).
+_STARTED_HERE: set[int] = set()
+
+
 def stop_local_spark(*, timeout_s: float = 30.0) -> None:
-    """Stop this process's Spark, if it started one, and wait for its JVM to exit.
+    """Stop the Spark get_local_spark started in this process, if any, and wait for its JVM to exit.
 
     The JVM outlives a Python process that just exits, holding the home's metastore for a few
     more seconds, so the next command on the home would find it busy. Closing the JVM's stdin is
@@ -83,10 +91,12 @@ def stop_local_spark(*, timeout_s: float = 30.0) -> None:
         return
     from pyspark import SparkContext
 
-    if SparkContext._active_spark_context is None:
+    context = SparkContext._active_spark_context
+    if context is None or id(context) not in _STARTED_HERE:
         return
+    _STARTED_HERE.discard(id(context))
     jvm = getattr(SparkContext._gateway, "proc", None)
-    SparkContext._active_spark_context.stop()
+    context.stop()
     if jvm is not None and jvm.stdin is not None:
         jvm.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -25,7 +25,7 @@ from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS, REPLICATION_PROGRESS_HISTORY
 from offsetlake.pipeline.translation_spark import downstream_topic
 from offsetlake.replication import ReplicationPolicy
-from offsetlake.replication_progress import ReplicationStatus
+from offsetlake.replication_progress import INT64_MAX, ReplicationStatus
 
 PARTITION_KEY: Final = ("source_cluster", "topic", "partition")
 CONNECT: Final = "connect_offset"
@@ -54,6 +54,12 @@ def position_observations(
         "upstream_offset",
     )
     return connect.unionByName(syncs)
+
+
+def _next_after(offset: Column) -> Column:
+    """``offset + 1`` saturating at INT64 max, as ``replication_progress.next_after`` (ANSI mode
+    would fail the whole update on the overflow; MM2 never writes such an offset, a fixture does)."""
+    return sf.when(offset < sf.lit(INT64_MAX), offset + 1).otherwise(offset)
 
 
 def _no_snapshot_columns(frame: DataFrame) -> DataFrame:
@@ -89,8 +95,8 @@ def _positions_at_snapshots(observations: DataFrame, log_offsets: DataFrame) -> 
     with_newest = add_columns(events, {"_connect": newest(CONNECT), "_sync": newest(SYNC)})
     connect, sync = sf.col("_connect"), sf.col("_sync")
     sync_is_fresher = sync.isNotNull() & (connect.isNull() | (sync["at"] > connect["at"]))
-    connect_next = connect["offset"] + 1
-    sync_next = sf.when(sync_is_fresher, sync["offset"] + 1)
+    connect_next = _next_after(connect["offset"])
+    sync_next = sf.when(sync_is_fresher, _next_after(sync["offset"]))
     next_offset = sf.greatest(connect_next, sync_next)  # NULLs are skipped
     status = (
         sf.when(next_offset.isNotNull(), sf.lit(ReplicationStatus.REPLICATING.value))
@@ -214,7 +220,7 @@ def failover_data_loss(
     )
     status = sf.col("status")
     replicated_through = sf.when(
-        status == ReplicationStatus.REPLICATING.value, sf.col("upstream_offset") + 1
+        status == ReplicationStatus.REPLICATING.value, _next_after(sf.col("upstream_offset"))
     ).when(status == ReplicationStatus.NEVER_REPLICATED.value, sf.col("log_start_offset"))
     log_end = sf.col("log_end_offset")
     committed = sf.least(sf.col("committed_offset"), log_end)
