@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 import pyarrow as pa
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from offsetlake.errors import InvalidValueError
@@ -29,6 +28,7 @@ from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.kafka.client_logging import with_client_logger
 from offsetlake.kafka.offset_ranges import OffsetOptionError
+from offsetlake.kafka.spark_compat import SupportsTriggerAvailableNow
 from offsetlake.replication import DEFAULT_TOPICS_EXCLUDE
 
 _LOG = logging.getLogger("offsetlake.kafka")
