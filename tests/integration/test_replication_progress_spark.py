@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from offsetlake.pipeline.latest_group_offsets import latest_group_offsets
 from offsetlake.pipeline.replication_progress import (
     failover_data_loss,
     latest_progress,
@@ -135,12 +136,19 @@ def test_history_latest_and_data_loss_equal_the_pure_reference(spark: SparkSessi
         topic: _at(50).replace(tzinfo=None) for topic in ("moving", "reset", "never", "stuck")
     }
     groups = spark.createDataFrame(
-        [(g, "Empty", topic, 0, committed, "", _at(49), "east", _at(49)) for g, topic, committed in GROUPS],
+        # An older snapshot of every group, at other offsets: only the newest one counts.
+        [(g, "Empty", topic, 0, committed, "", _at(49), "east", _at(49)) for g, topic, committed in GROUPS]
+        + [
+            (g, "Empty", topic, 0, committed + 7, "", _at(40), "east", _at(40))
+            for g, topic, committed in GROUPS
+        ],
         SILVER_GROUP_OFFSETS.schema_ddl,
     )
     loss = {
         (row["consumer_group"], row["topic"]): row
-        for row in failover_data_loss(groups, latest_progress(history), ReplicationPolicy(), "dr").collect()
+        for row in failover_data_loss(
+            latest_group_offsets(groups), latest_progress(history), ReplicationPolicy(), "dr"
+        ).collect()
     }
     for group, topic, committed in GROUPS:
         row, progress = loss[(group, topic)], latest[topic]

@@ -25,14 +25,18 @@ from typing import Final
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
+    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    OFFSET_VERSIONS,
     REPLICATION_PROGRESS,
     REPLICATION_PROGRESS_HISTORY,
 )
 
 # Every materialized view: the local engine empties one when an update fails or is interrupted.
 GUARDED_TABLES: Final[tuple[str, ...]] = (
+    OFFSET_VERSIONS.name,
+    LATEST_GROUP_OFFSETS.name,
     OFFSET_HISTORY.name,
     LATEST_OFFSETS.name,
     REPLICATION_PROGRESS_HISTORY.name,

@@ -1,31 +1,39 @@
-"""Gold logic as DataFrame functions: translation observations -> offset_history and latest_offsets.
+"""Gold logic as DataFrame functions: translation observations -> offset versions -> offset_history
+and latest_offsets.
 
 An *observation* is one translated offset for (source_cluster, consumer_group, topic, partition)
 by one method at one time:
 
 - ``checkpoint``: each MM2 checkpoint, observed at its Kafka timestamp (when MM2 listed offsets);
-- ``offset_sync``: each source group-offset snapshot translated with the full sync history
-  (translation_spark.translate_with_offset_syncs), observed at the snapshot time;
-- ``mapping``: each snapshot translated exactly through record-level mappings.
+- ``offset_sync``: each source group-offset snapshot translated with the offset syncs known when
+  it was ingested (translation_spark.translate_with_offset_syncs), observed at the snapshot time;
+- ``mapping``: each snapshot translated exactly through the record-level mappings then known.
 
-``offset_history`` keeps, per key and method, only the observations where the translated offset
-changed: valid_from is that observation's time (= source_timestamp, event time of the source
-world, so "as of T" means what the source group had committed at T) and valid_to the next change.
+Observations are appended as they arrive (translation_observations, a streaming table: a refresh
+translates only the new checkpoints and snapshots). A sync that arrives late (MM2 lag) does not
+rewrite an earlier snapshot's observation; the next snapshot of the group, taken every refresh,
+is translated with it and shows up as a new version when the translation changes.
 
-``latest_offsets`` picks one method per key from each method's current translation, by the rule
-in offsetlake.pipeline.precedence (freshness first, then ``offsetlake.method.precedence``);
+*Versions* (offset_versions) are SCD type 2 over the observations, exactly as AUTO CDC stores
+them: per (key, method), ordered by the sequence (observed_at, observation_order), a new version
+starts when downstream_offset or upstream_offset changes; the other columns hold the version's
+newest observation; ``__START_AT``/``__END_AT`` are the sequences of the version's first
+observation and of the next version's. On Databricks AUTO CDC maintains the table incrementally
+(``versions_by_auto_cdc``); locally ``offset_versions`` computes the same table from all
+observations (the open-source engine has no MERGE for a Parquet table).
+
+``offset_history`` and ``latest_offsets`` read the versions in both places: history is every
+version with valid_from/valid_to; latest picks one method per key among the current versions, by
+the rule in offsetlake.pipeline.precedence (freshness first, then ``offsetlake.method.precedence``);
 ``methods_disagree`` flags same-upstream methods that differ (a stale method based on an older
 upstream offset is not a disagreement, it is just stale; sql/stale_checkpoints.sql shows those).
-
-Both are recomputed from silver on every update (materialized views): their inputs are the compact
-decoded rows, not raw bytes; see transformations/gold.py for the cost note. Because snapshots are
-translated with the full sync history known at refresh time, a sync that arrives late (MM2 lag)
-can sharpen the translation of an earlier snapshot; history then shows the better offset.
+Age is left to the reader (now - last_observed_at), so no refresh has to rewrite every row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Final
 
 from pyspark.sql import Column, DataFrame, Window
@@ -133,51 +141,88 @@ def mapping_observations(silver_group_offsets: DataFrame, silver_mappings: DataF
     )
 
 
-def _with_runs(observations: DataFrame) -> DataFrame:
-    """Mark where each (key, method)'s translated offset changed and when the current run began."""
-    in_order = Window.partitionBy(*GOLD_KEY, "method").orderBy("observed_at", "observation_order")
+VERSION_KEY: Final = (*GOLD_KEY, "method")
+TRACKED_COLUMNS: Final = ("downstream_offset", "upstream_offset")
+"""A change of these opens a new version (AUTO CDC's track_history_column_list)."""
+START_AT: Final = "__START_AT"
+END_AT: Final = "__END_AT"
+
+
+def observation_sequence() -> Column:
+    """AUTO CDC's sequence_by: observation time, then the order among observations at that instant."""
+    return sf.struct(sf.col("observed_at"), sf.col("observation_order"))
+
+
+def offset_versions(observations: DataFrame) -> DataFrame:
+    """The SCD type 2 table AUTO CDC keeps from ``observations`` (see the module docstring), at once."""
+    in_order = Window.partitionBy(*VERSION_KEY).orderBy("observed_at", "observation_order")
     running = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    previous = sf.lag("downstream_offset").over(in_order)
-    changed = previous.isNull() | (previous != sf.col("downstream_offset"))
-    marked = add_columns(observations, {"_changed": changed})
-    run_start = sf.last(sf.when(sf.col("_changed"), sf.col("observed_at")), ignorenulls=True).over(running)
-    return add_columns(marked, {"_run_start": run_start})
+    changed = sf.lit(False)
+    for column in TRACKED_COLUMNS:
+        changed = changed | ~sf.col(column).eqNullSafe(sf.lag(column).over(in_order))
+    first = sf.row_number().over(in_order) == 1
+    marked = add_columns(
+        observations.select(*OBSERVATION_COLUMNS),
+        {"_sequence": observation_sequence(), "_opens": first | changed},
+    )
+    started = add_columns(
+        marked,
+        {START_AT: sf.last(sf.when(sf.col("_opens"), sf.col("_sequence")), ignorenulls=True).over(running)},
+    )
+    newest_in_version = Window.partitionBy(*VERSION_KEY, START_AT).orderBy(sf.col("_sequence").desc())
+    newest = add_columns(started, {"_rank": sf.row_number().over(newest_in_version)}).where(
+        sf.col("_rank") == 1
+    )
+    next_version = sf.lead(START_AT).over(Window.partitionBy(*VERSION_KEY).orderBy(START_AT))
+    return add_columns(newest, {END_AT: next_version}).select(*OBSERVATION_COLUMNS, START_AT, END_AT)
 
 
-def offset_history(observations: DataFrame) -> DataFrame:
-    changes = _with_runs(observations).where("_changed")
-    next_change = Window.partitionBy(*GOLD_KEY, "method").orderBy("observed_at", "observation_order")
-    return changes.select(
+def versions_by_auto_cdc(engine: ModuleType, source: str, target: str, comment: str, schema: str) -> None:
+    """Declare ``target`` as the AUTO CDC SCD type 2 table over the ``source`` stream (Databricks).
+
+    ``engine`` is the pipelines module (``pyspark.pipelines``); the open-source engine before 4.3
+    has no SCD type 2 and cannot MERGE into Parquet, so this runs on Databricks only.
+    """
+    engine.create_streaming_table(name=target, comment=comment, schema=schema)
+    engine.create_auto_cdc_flow(
+        target=target,
+        source=source,
+        keys=list(VERSION_KEY),
+        sequence_by=observation_sequence(),
+        stored_as_scd_type=2,
+        track_history_column_list=list(TRACKED_COLUMNS),
+    )
+
+
+def _valid_from() -> Column:
+    return sf.col(f"{START_AT}.observed_at")
+
+
+def offset_history(versions: DataFrame) -> DataFrame:
+    return versions.select(
         *[sf.col(name) for name in GOLD_KEY],
         "downstream_offset",
         "upstream_offset",
         "method",
         "metadata",
-        sf.col("observed_at").alias("source_timestamp"),
-        sf.col("observed_at").alias("valid_from"),
-        sf.lead("observed_at").over(next_change).alias("valid_to"),
+        _valid_from().alias("source_timestamp"),
+        _valid_from().alias("valid_from"),
+        sf.col(f"{END_AT}.observed_at").alias("valid_to"),
     ).select(*_typed(OFFSET_HISTORY.columns))
 
 
-def latest_offsets(
-    observations: DataFrame, precedence: Sequence[str], refreshed_at: Column | None = None
-) -> DataFrame:
-    refreshed_at = sf.current_timestamp() if refreshed_at is None else refreshed_at
-    newest_first = Window.partitionBy(*GOLD_KEY, "method").orderBy(
-        sf.col("observed_at").desc(), sf.col("observation_order").desc()
-    )
-    ranked = add_columns(_with_runs(observations), {"_rank": sf.row_number().over(newest_first)})
-    chosen = choose_translation(ranked.where(sf.col("_rank") == 1), precedence, freshness="observed_at")
+def latest_offsets(versions: DataFrame, precedence: Sequence[str]) -> DataFrame:
+    current = versions.where(sf.col(END_AT).isNull())
+    chosen = choose_translation(current, precedence, freshness="observed_at")
     return chosen.select(
         *[sf.col(name) for name in GOLD_KEY],
         "downstream_offset",
         "upstream_offset",
         "method",
         "metadata",
-        sf.col("_run_start").alias("source_timestamp"),
-        sf.col("_run_start").alias("valid_from"),
+        _valid_from().alias("source_timestamp"),
+        _valid_from().alias("valid_from"),
         sf.lit(None).cast("timestamp").alias("valid_to"),
-        (sf.unix_seconds(refreshed_at) - sf.unix_seconds(sf.col("observed_at"))).alias("age_seconds"),
         sf.col("_disagree").alias("methods_disagree"),
         sf.col("observed_at").alias("last_observed_at"),
     ).select(*_typed(LATEST_OFFSETS.columns))

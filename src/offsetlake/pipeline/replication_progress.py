@@ -11,7 +11,8 @@ snapshot x observation joins, which would grow quadratically with history):
 - *lag in seconds*: a second stream per partition ordered by OFFSET: the offsets each snapshot
   first showed ([previous log end, log end) appeared at that snapshot) interleaved with the first
   unreplicated offset of each snapshot; running ``last`` finds when that record first showed up;
-- *data loss*: the newest snapshot of each group joined to the newest progress row.
+- *data loss*: the newest snapshot of each group (latest_group_offsets) joined to the newest
+  progress row.
 """
 
 from __future__ import annotations
@@ -197,15 +198,12 @@ def latest_progress(history: DataFrame) -> DataFrame:
 
 
 def failover_data_loss(
-    silver_group_offsets: DataFrame, progress: DataFrame, policy: ReplicationPolicy, target_alias: str
+    latest_group_offsets: DataFrame, progress: DataFrame, policy: ReplicationPolicy, target_alias: str
 ) -> DataFrame:
-    """Per group-partition: consumed-but-unreplicated and unconsumed-and-unreplicated records."""
+    """Per group-partition (``latest_group_offsets``: its newest snapshot, one row per key):
+    consumed-but-unreplicated and unconsumed-and-unreplicated records."""
     key = ("source_cluster", "consumer_group", "topic", "partition")
-    newest_first = Window.partitionBy(*key).orderBy(sf.col("snapshot_time").desc())
-    groups = add_columns(
-        silver_group_offsets.select(*key, "committed_offset", "snapshot_time"),
-        {"_rank": sf.row_number().over(newest_first)},
-    ).where(sf.col("_rank") == 1)
+    groups = latest_group_offsets.select(*key, "committed_offset", "snapshot_time")
     joined = groups.join(
         progress.select(
             *PARTITION_KEY,

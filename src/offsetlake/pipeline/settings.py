@@ -35,6 +35,7 @@ BRONZE_FLOWS: Final = "offsetlake.bronze.flows"
 CONNECT_OFFSETS_TOPICS: Final = "offsetlake.connect_offsets.topics"
 TOPICS_INCLUDE: Final = "offsetlake.topics.include"
 TOPICS_EXCLUDE: Final = "offsetlake.topics.exclude"
+GOLD_INCREMENTAL: Final = "offsetlake.gold.incremental"
 
 ALL_KEYS: Final[tuple[str, ...]] = (
     TARGET_BOOTSTRAP,
@@ -55,6 +56,7 @@ ALL_KEYS: Final[tuple[str, ...]] = (
     CONNECT_OFFSETS_TOPICS,
     TOPICS_INCLUDE,
     TOPICS_EXCLUDE,
+    GOLD_INCREMENTAL,
 )
 
 DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
@@ -71,6 +73,8 @@ OffsetSyncsLocation = Literal["source", "target"]
 KafkaReader = Literal["offsetlake", "builtin"]
 BronzeFlows = Literal["union", "per_source"]
 BRONZE_FLOW_MODES: Final[tuple[str, ...]] = ("union", "per_source")
+GoldIncremental = Literal["recompute", "auto_cdc"]
+GOLD_INCREMENTAL_MODES: Final[tuple[str, ...]] = ("recompute", "auto_cdc")
 _ALIAS = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -109,6 +113,11 @@ class PipelineSettings:
     """Regex of Connect offset topics on the target; empty turns their ingestion off."""
     topics_include: str = ".*"
     topics_exclude: str = DEFAULT_TOPICS_EXCLUDE
+    gold_incremental: GoldIncremental = "recompute"
+    """How offset_versions is kept. ``auto_cdc`` (Databricks): AUTO CDC SCD type 2 applies only the
+    new observations to the Delta table. ``recompute`` (local default): a materialized view computes
+    the same table from every observation, because the open-source engine cannot MERGE into
+    Parquet (and has no SCD type 2 before Spark 4.3)."""
 
     def __post_init__(self) -> None:
         if not self.target_bootstrap_servers:
@@ -136,6 +145,8 @@ class PipelineSettings:
             raise InvalidValueError(f"{KAFKA_READER} must be 'offsetlake' or 'builtin'")
         if self.bronze_flows not in BRONZE_FLOW_MODES:
             raise InvalidValueError(f"{BRONZE_FLOWS} must be one of {', '.join(BRONZE_FLOW_MODES)}")
+        if self.gold_incremental not in GOLD_INCREMENTAL_MODES:
+            raise InvalidValueError(f"{GOLD_INCREMENTAL} must be one of {', '.join(GOLD_INCREMENTAL_MODES)}")
         if self.mappings_format not in SUPPORTED_MAPPING_FORMATS:
             raise InvalidValueError(
                 f"{MAPPINGS_FORMAT} {self.mappings_format!r} has no Spark decoder; "
@@ -205,6 +216,7 @@ class PipelineSettings:
             connect_offsets_topics=_unless_set(get(CONNECT_OFFSETS_TOPICS), DEFAULT_CONNECT_OFFSETS_TOPICS),
             topics_include=value(TOPICS_INCLUDE, ".*"),
             topics_exclude=_unless_set(get(TOPICS_EXCLUDE), DEFAULT_TOPICS_EXCLUDE),
+            gold_incremental=value(GOLD_INCREMENTAL, "recompute"),  # type: ignore[arg-type]
         )
 
     @classmethod
@@ -234,6 +246,7 @@ class PipelineSettings:
             CONNECT_OFFSETS_TOPICS: self.connect_offsets_topics,
             TOPICS_INCLUDE: self.topics_include,
             TOPICS_EXCLUDE: self.topics_exclude,
+            GOLD_INCREMENTAL: self.gold_incremental,
         }
 
 

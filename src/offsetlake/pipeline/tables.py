@@ -171,6 +171,12 @@ SILVER_GROUP_OFFSETS: Final = TableSpec(
     "mapping-based translation.",
     BRONZE_GROUP_OFFSETS.columns,
 )
+LATEST_GROUP_OFFSETS: Final = TableSpec(
+    "latest_group_offsets",
+    "The newest snapshot of each source group-partition's committed offset (SCD type 1 over "
+    "silver_group_offsets, by snapshot_time); what failover_data_loss reads.",
+    BRONZE_GROUP_OFFSETS.columns,
+)
 SILVER_CONNECT_OFFSETS: Final = TableSpec(
     "silver_connect_offsets",
     "Decoded Kafka Connect source offsets of every connector; for MirrorSourceConnector keys "
@@ -216,32 +222,80 @@ QUARANTINE: Final = TableSpec(
     ),
 )
 
-_GOLD_KEY_AND_OFFSET: Final = (
+_GOLD_KEY: Final = (
     ("source_cluster", "STRING", "MM2 alias of the source cluster the group committed on"),
     ("consumer_group", "STRING", "Consumer group id"),
     ("topic", "STRING", "Target-cluster topic name"),
     ("partition", "INT", "Target-cluster partition"),
+)
+_TRANSLATION: Final = (
     ("downstream_offset", "BIGINT", "Translated offset to commit on the target cluster"),
     ("upstream_offset", "BIGINT", "The source group's committed offset this translation is based on"),
     ("method", "STRING", "How it was translated: checkpoint, offset_sync or mapping"),
     ("metadata", "STRING", "The source group's commit metadata"),
-    ("source_timestamp", "TIMESTAMP", "When the source observation (checkpoint or snapshot) was made"),
-    ("valid_from", "TIMESTAMP", "Start of validity: first observation of this translated offset"),
+)
+_OBSERVATION: Final = (
+    *_GOLD_KEY,
+    *_TRANSLATION,
+    (
+        "observed_at",
+        "TIMESTAMP",
+        "When the observation was made: the checkpoint timestamp or the group-offset snapshot time",
+    ),
+    (
+        "observation_order",
+        "BIGINT",
+        "Tie-break among observations at one instant: the checkpoint record offset, else 0",
+    ),
+)
+_SEQUENCE: Final = "STRUCT<observed_at: TIMESTAMP, observation_order: BIGINT>"
+TRANSLATION_OBSERVATIONS: Final = TableSpec(
+    "translation_observations",
+    "Every translated offset by every method, appended as it is observed: each checkpoint, and each "
+    "group-offset snapshot translated with the offset syncs and mappings known when it was ingested.",
+    _OBSERVATION,
+)
+OFFSET_VERSIONS: Final = TableSpec(
+    "offset_versions",
+    "SCD type 2 versions of each (source_cluster, consumer_group, topic, partition, method) translation: "
+    "a new version when downstream_offset or upstream_offset changes; the other columns hold the "
+    "version's newest observation. AUTO CDC maintains it on Databricks; offset_history and "
+    "latest_offsets read it.",
+    (
+        *_OBSERVATION,
+        (
+            "__START_AT",
+            _SEQUENCE,
+            "Sequence (observed_at, observation_order) of the version's first observation",
+        ),
+        ("__END_AT", _SEQUENCE, "Sequence of the next version's first observation; NULL while current"),
+    ),
+)
+_GOLD_KEY_AND_OFFSET: Final = (
+    *_GOLD_KEY,
+    *_TRANSLATION,
+    (
+        "source_timestamp",
+        "TIMESTAMP",
+        "When this translation was first observed (checkpoint or snapshot time)",
+    ),
+    ("valid_from", "TIMESTAMP", "Start of validity: first observation of this translation"),
     ("valid_to", "TIMESTAMP", "End of validity (exclusive); NULL while current"),
 )
 OFFSET_HISTORY: Final = TableSpec(
     "offset_history",
-    "Every distinct translated offset per (source_cluster, consumer_group, topic, partition, method) "
-    "with its validity interval. As of T: valid_from <= T AND (valid_to IS NULL OR valid_to > T).",
+    "Every distinct translation (upstream -> downstream offset) per (source_cluster, consumer_group, topic, "
+    "partition, method) with its validity interval. As of T: valid_from <= T AND (valid_to IS NULL OR "
+    "valid_to > T).",
     _GOLD_KEY_AND_OFFSET,
 )
 LATEST_OFFSETS: Final = TableSpec(
     "latest_offsets",
     "The current translated offset per (source_cluster, consumer_group, topic, partition): among the "
-    "methods translating the freshest upstream offset, the first in offsetlake.method.precedence.",
+    "methods translating the freshest upstream offset, the first in offsetlake.method.precedence. Age: "
+    "now minus last_observed_at, computed when read.",
     (
         *_GOLD_KEY_AND_OFFSET,
-        ("age_seconds", "BIGINT", "Seconds from the last observation of this translation to the refresh"),
         ("methods_disagree", "BOOLEAN", "True when methods translating the same upstream offset differ"),
         ("last_observed_at", "TIMESTAMP", "Latest observation that still gave this translation"),
     ),
@@ -345,6 +399,9 @@ ALL_TABLES: Final = (
     SILVER_GROUP_OFFSETS,
     SILVER_CONNECT_OFFSETS,
     QUARANTINE,
+    LATEST_GROUP_OFFSETS,
+    TRANSLATION_OBSERVATIONS,
+    OFFSET_VERSIONS,
     OFFSET_HISTORY,
     LATEST_OFFSETS,
     REPLICATION_PROGRESS_HISTORY,

@@ -5,10 +5,12 @@ committed upstream position U, take the sync with the largest upstream_offset <=
 latest-written one if several share it; exact -> its downstream, otherwise downstream + 1; no such
 sync -> no row (never guess).
 
-Formulated as an as-of lookup, not a cross join: syncs and committed offsets of one partition are
-unioned and ordered by (offset, syncs before lookups, sync write order); ``last(ignorenulls)``
-over the running window carries the best sync forward to each lookup. That is one sort per
-partition, O((syncs + lookups) log n), instead of syncs x lookups.
+Formulated as an interval join, not a cross join or a window over lookups: on the sync side alone
+(a batch read), each partition's syncs become the intervals [upstream_offset, next upstream_offset)
+in which they are the best sync; each committed offset then matches at most one interval by an
+equi-join on the partition plus a range condition. The committed side can therefore be a stream
+(the pipeline translates only the new group-offset snapshots, a stream-static join) and the cost
+of a refresh is the new snapshots plus one pass over the syncs, not the snapshot history.
 """
 
 from __future__ import annotations
@@ -23,11 +25,34 @@ from offsetlake.pipeline.frames import add_columns
 from offsetlake.replication import ReplicationPolicy
 
 PARTITION_KEY: Final = ("source_cluster", "topic", "partition")
-_SYNC: Final = "_sync"
-_LOOKUP: Final = "_lookup"
-_ORDER: Final = "_order"
-_KIND: Final = "_kind"
-_SYNC_FIRST, _LOOKUP_AFTER = 0, 1
+
+
+def sync_intervals(offset_syncs: DataFrame, sync_write_order: str = "sync_order") -> DataFrame:
+    """Per partition: the best sync for every upstream offset in [from_offset, until_offset).
+
+    ``offset_syncs`` needs PARTITION_KEY, upstream_offset, downstream_offset and
+    ``sync_write_order`` (e.g. the record's offset in the syncs topic): of several syncs for one
+    upstream offset the latest-written wins. ``until_offset`` is NULL for the newest interval.
+    """
+    latest_first = Window.partitionBy(*PARTITION_KEY, "upstream_offset").orderBy(
+        sf.col(sync_write_order).desc()
+    )
+    newest = add_columns(
+        offset_syncs.select(
+            *[sf.col(name) for name in PARTITION_KEY],
+            sf.col("upstream_offset").cast("bigint").alias("upstream_offset"),
+            sf.col("downstream_offset").cast("bigint").alias("downstream_offset"),
+            sf.col(sync_write_order),
+        ),
+        {"_rank": sf.row_number().over(latest_first)},
+    ).where(sf.col("_rank") == 1)
+    by_offset = Window.partitionBy(*PARTITION_KEY).orderBy("upstream_offset")
+    return newest.select(
+        *[sf.col(name).alias(f"_sync_{name}") for name in PARTITION_KEY],
+        sf.col("upstream_offset").alias("sync_upstream_offset"),
+        sf.col("downstream_offset").alias("sync_downstream_offset"),
+        sf.lead("upstream_offset").over(by_offset).alias("_until_offset"),
+    )
 
 
 def translate_with_offset_syncs(
@@ -39,45 +64,30 @@ def translate_with_offset_syncs(
 ) -> DataFrame:
     """Add ``downstream_offset`` (and the sync used) to each committed offset a sync can translate.
 
-    ``committed`` needs the PARTITION_KEY columns (upstream topic names), ``committed_offset`` and
-    the ``carry`` columns, which are passed through (named explicitly: pipeline query functions may
-    not analyze a DataFrame to list its columns). ``offset_syncs`` needs PARTITION_KEY,
-    upstream_offset, downstream_offset and ``sync_write_order`` (e.g. the record's offset in the
-    syncs topic). Rows with a negative committed offset (no commit) or no usable sync are dropped.
+    ``committed`` (a batch or a stream) needs the PARTITION_KEY columns (upstream topic names),
+    ``committed_offset`` and the ``carry`` columns, which are passed through (named explicitly:
+    pipeline query functions may not analyze a DataFrame to list its columns). ``offset_syncs`` (a
+    batch) is as for ``sync_intervals``. Rows with a negative committed offset (no commit) or no
+    usable sync are dropped.
     """
-    lookup_side = committed.where(sf.col(committed_offset) >= 0).select(
-        *[sf.col(name) for name in PARTITION_KEY],
-        sf.col(committed_offset).alias(_ORDER),
-        sf.lit(_LOOKUP_AFTER).alias(_KIND),
-        sf.struct(*[sf.col(name) for name in carry]).alias(_LOOKUP),
+    lookups = committed.where(sf.col(committed_offset) >= 0)
+    intervals = sync_intervals(offset_syncs, sync_write_order)
+    offset = sf.col(committed_offset)
+    matches = [sf.col(name) == sf.col(f"_sync_{name}") for name in PARTITION_KEY]
+    within = (offset >= sf.col("sync_upstream_offset")) & (
+        sf.col("_until_offset").isNull() | (offset < sf.col("_until_offset"))
     )
-    sync_side = offset_syncs.select(
-        *[sf.col(name) for name in PARTITION_KEY],
-        sf.col("upstream_offset").alias(_ORDER),
-        sf.lit(_SYNC_FIRST).alias(_KIND),
-        sf.col(sync_write_order).cast("bigint").alias("_write_order"),
-        sf.struct(
-            sf.col("upstream_offset").cast("bigint").alias("upstream_offset"),
-            sf.col("downstream_offset").cast("bigint").alias("downstream_offset"),
-        ).alias(_SYNC),
-    )
-    running = (
-        Window.partitionBy(*PARTITION_KEY)
-        .orderBy(_ORDER, _KIND, "_write_order")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    best = add_columns(
-        sync_side.unionByName(lookup_side, allowMissingColumns=True),
-        {"_best": sf.last(_SYNC, ignorenulls=True).over(running)},
-    )
-    translated = best.where((sf.col(_KIND) == _LOOKUP_AFTER) & sf.col("_best").isNotNull())
-    sync_upstream = sf.col("_best.upstream_offset")
-    sync_downstream = sf.col("_best.downstream_offset")
+    condition = matches[0]
+    for match in [*matches[1:], within]:
+        condition = condition & match
+    translated = lookups.join(intervals, condition, "inner")
+    sync_upstream = sf.col("sync_upstream_offset")
+    sync_downstream = sf.col("sync_downstream_offset")
     return translated.select(
-        *[sf.col(f"{_LOOKUP}.{name}").alias(name) for name in carry],
-        sync_upstream.alias("sync_upstream_offset"),
-        sync_downstream.alias("sync_downstream_offset"),
-        sf.when(sf.col(_ORDER) == sync_upstream, sync_downstream)
+        *[sf.col(name) for name in carry],
+        sync_upstream,
+        sync_downstream,
+        sf.when(offset == sync_upstream, sync_downstream)
         .otherwise(sync_downstream + 1)
         .alias("downstream_offset"),
     )

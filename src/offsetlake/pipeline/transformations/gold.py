@@ -1,13 +1,18 @@
-"""Gold: offset_history and latest_offsets (what the failover apply job reads), and MM2's replication
-progress (replication_progress_history, replication_progress) with the per-group failover data loss
-(rules in offsetlake.pipeline.replication_progress).
+"""Gold: translation_observations -> offset_versions -> offset_history and latest_offsets (what the
+failover apply job reads), and MM2's replication progress (replication_progress_history,
+replication_progress) with the per-group failover data loss (rules in
+offsetlake.pipeline.replication_progress).
 
-Rules (freshness before precedence, disagreement) are in offsetlake.pipeline.history. Both are
-materialized views recomputed from silver on each update. Cost note: their input is the decoded,
-typed silver rows (no bytes, no decoding), but it is the whole silver history: offset syncs must be
-complete for the as-of translation, and every group-offset snapshot is an observation. The
-open-source pipeline engine has no incremental materialized-view refresh, so gold refresh cost
-grows with silver size while bronze/silver cost grows with new records only.
+Cost: translation_observations is a streaming table, so a refresh translates only the new
+checkpoints and group-offset snapshots (plus one pass over the offset syncs and mappings, the
+static side of the join). offset_versions is AUTO CDC on Databricks (``offsetlake.gold.incremental``
+``auto_cdc``): only the new observations are applied. Locally (``recompute``) it is a
+materialized view over every observation, the one gold step whose cost still grows with history
+there (the open-source engine cannot MERGE into Parquet). offset_history and latest_offsets read
+the versions alone; the translation rules are in offsetlake.pipeline.history. failover_data_loss
+reads latest_group_offsets (the newest snapshot per group-partition), kept the same way. The
+replication-progress views are still recomputed from their inputs, which grow with source
+partitions x refreshes (log-offset snapshots), not with groups.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ from offsetlake.pipeline.history import (
     mapping_observations,
     offset_history,
     offset_sync_observations,
+    offset_versions,
+    versions_by_auto_cdc,
 )
+from offsetlake.pipeline.latest_group_offsets import latest_group_offsets, latest_group_offsets_by_auto_cdc
 from offsetlake.pipeline.replication_progress import (
     failover_data_loss,
     latest_progress,
@@ -31,8 +39,10 @@ from offsetlake.pipeline.replication_progress import (
 from offsetlake.pipeline.sources import pipeline_settings
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
+    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    OFFSET_VERSIONS,
     REPLICATION_PROGRESS,
     REPLICATION_PROGRESS_HISTORY,
     SILVER_CHECKPOINTS,
@@ -41,44 +51,104 @@ from offsetlake.pipeline.tables import (
     SILVER_MAPPINGS,
     SILVER_OFFSET_SYNCS,
     SOURCE_LOG_OFFSETS,
+    TRANSLATION_OBSERVATIONS,
 )
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)
 
 
-@dp.temporary_view(name="translation_observations", comment="Every translated offset by every method.")
+# The static sides of the translation joins, read through temporary views: measured locally, a
+# query that reads a streaming table directly saw it as it was when the update started, so a
+# sync ingested in the same update as a snapshot would have been missed.
+@dp.temporary_view(name="known_offset_syncs", comment="Every offset sync ingested so far.")
+def known_offset_syncs() -> DataFrame:
+    return spark.read.table(SILVER_OFFSET_SYNCS.name)
+
+
+if settings.mappings_topics:
+
+    @dp.temporary_view(name="known_mappings", comment="Every record-level offset mapping ingested so far.")
+    def known_mappings() -> DataFrame:
+        return spark.read.table(SILVER_MAPPINGS.name)
+
+
+@dp.table(
+    name=TRANSLATION_OBSERVATIONS.name,
+    comment=TRANSLATION_OBSERVATIONS.comment,
+    schema=TRANSLATION_OBSERVATIONS.schema_ddl,
+)
 def translation_observations() -> DataFrame:
-    group_offsets = spark.read.table(SILVER_GROUP_OFFSETS.name)
-    observations = checkpoint_observations(spark.read.table(SILVER_CHECKPOINTS.name)).unionByName(
+    group_offsets = spark.readStream.table(SILVER_GROUP_OFFSETS.name)
+    observations = checkpoint_observations(spark.readStream.table(SILVER_CHECKPOINTS.name)).unionByName(
         offset_sync_observations(
-            group_offsets, spark.read.table(SILVER_OFFSET_SYNCS.name), settings.policy, settings.target_alias
+            group_offsets, spark.read.table("known_offset_syncs"), settings.policy, settings.target_alias
         )
     )
     if settings.mappings_topics:
         observations = observations.unionByName(
-            mapping_observations(group_offsets, spark.read.table(SILVER_MAPPINGS.name))
+            mapping_observations(group_offsets, spark.read.table("known_mappings"))
         )
     return observations
+
+
+if settings.gold_incremental == "auto_cdc":
+    versions_by_auto_cdc(
+        dp,
+        source=TRANSLATION_OBSERVATIONS.name,
+        target=OFFSET_VERSIONS.name,
+        comment=OFFSET_VERSIONS.comment,
+        schema=OFFSET_VERSIONS.schema_ddl,
+    )
+    latest_group_offsets_by_auto_cdc(dp, source=SILVER_GROUP_OFFSETS.name)
+else:
+
+    @dp.temporary_view(name="all_observations", comment="Every translation observation so far.")
+    def all_observations() -> DataFrame:
+        return spark.read.table(TRANSLATION_OBSERVATIONS.name)
+
+    @dp.materialized_view(
+        name=OFFSET_VERSIONS.name, comment=OFFSET_VERSIONS.comment, schema=OFFSET_VERSIONS.schema_ddl
+    )
+    def offset_versions_view() -> DataFrame:
+        return offset_versions(spark.read.table("all_observations"))
+
+    @dp.temporary_view(name="all_group_offsets", comment="Every source group-offset snapshot so far.")
+    def all_group_offsets() -> DataFrame:
+        return spark.read.table(SILVER_GROUP_OFFSETS.name)
+
+    @dp.materialized_view(
+        name=LATEST_GROUP_OFFSETS.name,
+        comment=LATEST_GROUP_OFFSETS.comment,
+        schema=LATEST_GROUP_OFFSETS.schema_ddl,
+    )
+    def latest_group_offsets_view() -> DataFrame:
+        return latest_group_offsets(spark.read.table("all_group_offsets"))
+
+
+@dp.temporary_view(name="current_versions", comment="offset_versions as this update left it.")
+def current_versions() -> DataFrame:
+    return spark.read.table(OFFSET_VERSIONS.name)
 
 
 @dp.materialized_view(
     name=OFFSET_HISTORY.name, comment=OFFSET_HISTORY.comment, schema=OFFSET_HISTORY.schema_ddl
 )
 def offset_history_view() -> DataFrame:
-    return offset_history(spark.read.table("translation_observations"))
+    return offset_history(spark.read.table("current_versions"))
 
 
 @dp.materialized_view(
     name=LATEST_OFFSETS.name, comment=LATEST_OFFSETS.comment, schema=LATEST_OFFSETS.schema_ddl
 )
 def latest_offsets_view() -> DataFrame:
-    return latest_offsets(spark.read.table("translation_observations"), settings.method_precedence)
+    return latest_offsets(spark.read.table("current_versions"), settings.method_precedence)
 
 
-# Read through temporary views, as translation_observations is: measured locally, a materialized
-# view that reads a streaming table directly saw that table as it was when the update started (a
-# snapshot taken this update showed up one update late); through a view it sees this update's rows.
+# Read through temporary views, as the translation joins' static sides are: measured locally, a
+# materialized view that reads a streaming table directly saw that table as it was when the update
+# started (a snapshot taken this update showed up one update late); through a view it sees this
+# update's rows.
 @dp.temporary_view(name="replication_position_events", comment="MM2's positions: Connect offsets, syncs.")
 def replication_position_events() -> DataFrame:
     connect = spark.read.table(SILVER_CONNECT_OFFSETS.name) if settings.connect_offsets_topics else None
@@ -90,9 +160,9 @@ def source_log_snapshots() -> DataFrame:
     return spark.read.table(SOURCE_LOG_OFFSETS.name)
 
 
-@dp.temporary_view(name="source_group_snapshots", comment="Every source group-offset snapshot.")
-def source_group_snapshots() -> DataFrame:
-    return spark.read.table(SILVER_GROUP_OFFSETS.name)
+@dp.temporary_view(name="newest_group_offsets", comment="latest_group_offsets as this update left it.")
+def newest_group_offsets() -> DataFrame:
+    return spark.read.table(LATEST_GROUP_OFFSETS.name)
 
 
 def _progress_history() -> DataFrame:
@@ -124,7 +194,7 @@ def replication_progress_view() -> DataFrame:
 )
 def failover_data_loss_view() -> DataFrame:
     return failover_data_loss(
-        spark.read.table("source_group_snapshots"),
+        spark.read.table("newest_group_offsets"),
         latest_progress(_progress_history()),
         settings.policy,
         settings.target_alias,
