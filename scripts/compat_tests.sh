@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run the tests of the code Databricks executes (our Python data sources, Spark-native decoding)
-# under the PySpark that Databricks runs, in a second environment (.venv-compat).
+# Run the tests of the code Databricks executes (our Python data sources, Spark-native decoding,
+# offset translation, gold versions) under the PySpark that Databricks runs, in a second
+# environment (.venv-compat).
 #
 # Databricks is behind the local pin (4.2): the pipelines' CURRENT channel is Databricks Runtime
 # 17.3 LTS (Apache Spark 4.0.0) and serverless environment version 4 ships Databricks Connect 17.2
@@ -13,7 +14,8 @@ cd "$(dirname "$0")/.."
 VENV=${OFFSETLAKE_COMPAT_VENV:-.venv-compat}
 COMPAT_PYSPARK=4.0.0
 STAMP="$VENV/.offsetlake-installed"
-TESTS=(tests/unit/test_spark_source.py tests/integration/test_spark_source.py tests/integration/test_decode_spark.py)
+TESTS=(tests/unit/test_spark_source.py tests/integration/test_spark_source.py tests/integration/test_decode_spark.py
+       tests/integration/test_translation_spark.py tests/integration/test_gold_versions.py)
 
 hash_inputs() { cat pyproject.toml constraints.txt "$0" | sha256sum | cut -d' ' -f1; }
 
