@@ -1,4 +1,5 @@
-"""The ground truth says which record a resumed group owes and whether a consumer skipped any."""
+"""The ground truth says which record a resumed group owes and whether a consumer skipped any, and
+what failing over would cost each group."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from offsetlake.replication_progress import ReplicationStatus
+from offsetlake_dev.simulate.data_loss_truth import ExpectedLoss, SourcePartition, expected_data_loss
 from offsetlake_dev.simulate.ground_truth import GroundTruth, ReplicatedRecord, record_id
 
 
@@ -102,3 +105,72 @@ def test_reading_from_the_owed_records_target_offset_or_earlier_never_skips(
     assessment = truth.assess_resume("orders", 0, committed, resumed_at, values)
     assert assessment.ok == (resumed_at <= exact or owed is None)
     assert assessment.re_reads == max(0, exact - resumed_at)
+
+
+def _replicating(replicated_next: int, log_end: int, log_start: int = 0) -> SourcePartition:
+    return SourcePartition(log_start, log_end, ReplicationStatus.REPLICATING, replicated_next)
+
+
+def test_unreplicated_records_split_at_the_committed_offset() -> None:
+    orders = {("orders", 0): _replicating(replicated_next=23, log_end=34)}
+    loss = expected_data_loss(orders, {"behind": {("orders", 0): 5}, "ahead": {("orders", 0): 26}})
+    # offsets 23..33 are not on the target: all unconsumed for "behind", 23..25 consumed by "ahead"
+    assert loss[("behind", "orders", 0)] == ExpectedLoss(ReplicationStatus.REPLICATING, 23, 0, 11)
+    assert loss[("ahead", "orders", 0)] == ExpectedLoss(ReplicationStatus.REPLICATING, 23, 3, 8)
+
+
+def test_committed_past_the_log_end_consumed_the_whole_log() -> None:
+    loss = expected_data_loss({("orders", 0): _replicating(23, 34)}, {"g": {("orders", 0): 40}})
+    assert loss[("g", "orders", 0)] == ExpectedLoss(ReplicationStatus.REPLICATING, 23, 11, 0)
+
+
+def test_caught_up_replication_loses_nothing() -> None:
+    loss = expected_data_loss({("orders", 0): _replicating(34, 34)}, {"g": {("orders", 0): 34}})
+    assert loss[("g", "orders", 0)] == ExpectedLoss(ReplicationStatus.REPLICATING, 34, 0, 0)
+
+
+def test_a_reset_makes_every_figure_unknown_not_zero() -> None:
+    reset = SourcePartition(0, 34, ReplicationStatus.RESET)
+    loss = expected_data_loss({("orders", 1): reset}, {"g": {("orders", 1): 12}})
+    assert loss[("g", "orders", 1)] == ExpectedLoss(ReplicationStatus.RESET, None, None, None)
+
+
+def test_a_partition_never_replicated_misses_everything_from_its_log_start() -> None:
+    audit = SourcePartition(4, 10, ReplicationStatus.NEVER_REPLICATED)
+    loss = expected_data_loss(
+        {("audit-log", 0): audit}, {"g": {("audit-log", 0): 7}, "new": {("audit-log", 0): 0}}
+    )
+    assert loss[("g", "audit-log", 0)] == ExpectedLoss(ReplicationStatus.NEVER_REPLICATED, 4, 3, 3)
+    assert loss[("new", "audit-log", 0)] == ExpectedLoss(ReplicationStatus.NEVER_REPLICATED, 4, 0, 6)
+
+
+def test_partitions_must_be_described_and_consistent() -> None:
+    with pytest.raises(KeyError, match="does not describe"):
+        expected_data_loss({}, {"g": {("orders", 0): 1}})
+    with pytest.raises(ValueError, match="replicated_next"):
+        SourcePartition(0, 5, ReplicationStatus.RESET, 3)
+    with pytest.raises(ValueError, match="replicated_next"):
+        SourcePartition(0, 5, ReplicationStatus.REPLICATING)
+    with pytest.raises(ValueError, match="log_start <= log_end"):
+        SourcePartition(6, 5, ReplicationStatus.NEVER_REPLICATED)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 50), st.integers(0, 50), st.integers(0, 60), st.integers(0, 60))
+def test_missing_offsets_are_either_consumed_or_lost_and_more_commits_move_them_across(
+    replicated_next: int, unreplicated: int, committed: int, more: int
+) -> None:
+    log_end = replicated_next + unreplicated
+    partitions = {("t", 0): _replicating(replicated_next, log_end)}
+    loss = expected_data_loss(partitions, {"a": {("t", 0): committed}, "b": {("t", 0): committed + more}})
+    now, later = loss[("a", "t", 0)], loss[("b", "t", 0)]
+    assert now.consumed_not_replicated is not None and now.unconsumed_lost is not None
+    assert later.consumed_not_replicated is not None and later.unconsumed_lost is not None
+    assert now.consumed_not_replicated + now.unconsumed_lost == unreplicated
+    assert later.consumed_not_replicated + later.unconsumed_lost == unreplicated
+    # committing `more` offsets further consumes at most `more` of the missing ones
+    assert 0 <= later.consumed_not_replicated - now.consumed_not_replicated <= more
+    if committed <= replicated_next:
+        assert now.consumed_not_replicated == 0
+    if committed >= log_end:
+        assert now.unconsumed_lost == 0
