@@ -2,16 +2,20 @@
 
 A private source/target pair (the source must be paused, so never the shared session brokers):
 the MM2 simulator replicates one topic and writes offset syncs on the source and checkpoints on
-the target for five groups. The source broker is then paused with SIGSTOP, as a dead host looks
-to a client (Tansu keeps data only in memory, so it is never restarted), and resumed with SIGCONT
-in a ``finally``. The tests run in file order and share the scenario:
+the target for five groups; more records follow that MM2 has not replicated yet, MM2's stored
+position on one partition is reset, and one group also consumes a topic MM2 never replicates.
+The source broker is then paused with SIGSTOP, as a dead host looks to a client (Tansu keeps data
+only in memory, so it is never restarted), and resumed with SIGCONT in a ``finally``. The tests
+run in file order and share the scenario:
 
 1. source dead before the first refresh: gold comes from the target's checkpoints alone, and
    ``offsetlake failover`` applies them (exactly MM2's downstream offsets);
 2. source dead between two refreshes: gold keeps every earlier row and gains new checkpoints;
-3. source paused during an apply: apply needs only the target;
-4. a refresh interrupted with SIGTERM: gold is as it was, no process is left behind;
-5. ``apply`` with nothing fresh to apply exits non-zero; ``plan`` does not.
+   MM2's replication progress equals the simulator's ground truth;
+3. failover data loss per group-partition equals the simulator's ground truth; ``plan`` shows it;
+4. source paused during an apply: apply needs only the target;
+5. a refresh interrupted with SIGTERM: gold is as it was, no process is left behind;
+6. ``apply`` with nothing fresh to apply exits non-zero; ``plan`` does not.
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ import pytest
 
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
 from offsetlake.config import HOME_ENV
+from offsetlake.replication_progress import ReplicationStatus
 from offsetlake_dev.local_cluster import ClusterPair, start_clusters, stop_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
+from offsetlake_dev.simulate.data_loss_truth import ExpectedLoss, SourcePartition, expected_data_loss
 from tests.kafka_helpers import committed_offsets, create_topic, log_end_offset, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -44,7 +50,12 @@ TARGET_ALIAS = "dr"
 TOPIC = "orders"
 PARTITIONS = 2
 GROUPS = tuple(f"app-{n}" for n in range(5))
+REPLICATED_RECORDS = 20
+"""Per partition, in transactions of 5 (a commit marker after each), all replicated and flushed."""
+UNREPLICATED_RECORDS = 10
+"""Per partition, produced afterwards: MM2 has not replicated them yet."""
 NEVER_REPLICATED = "audit-log"
+NEVER_REPLICATED_RECORDS = 3
 CLUSTER_TIMEOUT_MS = 5000
 # A refresh with a dead source: Spark start-up, the flows, and the dead cluster's bounded wait
 # (one timeout, paid in parallel by its flows). Generous for a busy 2-core machine.
@@ -62,6 +73,8 @@ class Outage:
     """The simulator's ground truth per TOPIC partition: the Connect offset it stored (None: reset)."""
     replicated: dict[int, int | None]
     """... and the last upstream offset it replicated (flushed to Connect or not)."""
+    expected_loss: dict[tuple[str, str, int], ExpectedLoss]
+    """The simulator's ground truth per (group, topic, partition) for gold failover_data_loss."""
 
     @property
     def target(self) -> str:
@@ -131,25 +144,49 @@ def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outage]:
         )
         with MirrorSimulator(settings) as simulator:
             simulator.create_topic(TOPIC, PARTITIONS, preexisting_target_records=3)
-            simulator.produce(TOPIC, 40, transaction_size=5)
+            simulator.produce(TOPIC, REPLICATED_RECORDS, transaction_size=5)
             simulator.replicate()
             simulator.commit()
-            for index, group in enumerate(GROUPS):
-                simulator.commit_source_group(
-                    group, {(TOPIC, p): 5 + 7 * index + p for p in range(PARTITIONS)}
-                )
+            simulator.produce(TOPIC, UNREPLICATED_RECORDS)
+            # A source topic MM2 never replicated (not in its topic filter, say): never_replicated.
+            create_topic(clusters.source.bootstrap_servers, NEVER_REPLICATED)
+            produce(
+                clusters.source.bootstrap_servers, NEVER_REPLICATED, [(None, b"x")] * NEVER_REPLICATED_RECORDS
+            )
+            # Some groups are behind MM2, some ahead of it; the first also consumes the unreplicated topic.
+            committed = {
+                group: {(TOPIC, p): 5 + 7 * index + p for p in range(PARTITIONS)}
+                for index, group in enumerate(GROUPS)
+            }
+            committed[GROUPS[0]][(NEVER_REPLICATED, 0)] = NEVER_REPLICATED_RECORDS - 1
+            for group, offsets in committed.items():
+                simulator.commit_source_group(group, offsets)
             emitted = simulator.emit_checkpoints(GROUPS)
             simulator.reset_connect_offset(TOPIC, 1)  # an operator reset: no lag figure, not zero lag
             stored = {p: simulator.stored_offset(TOPIC, p) for p in range(PARTITIONS)}
             replicated = {p: simulator.replicated_through(TOPIC, p) for p in range(PARTITIONS)}
-        # A source topic MM2 never replicated (not in its topic filter, say): never_replicated.
-        create_topic(clusters.source.bootstrap_servers, NEVER_REPLICATED)
-        produce(clusters.source.bootstrap_servers, NEVER_REPLICATED, [(None, b"x")] * 3)
+            partitions = {(TOPIC, p): _mirrored(simulator, p) for p in range(PARTITIONS)}
+        partitions[(NEVER_REPLICATED, 0)] = SourcePartition(
+            0, NEVER_REPLICATED_RECORDS, ReplicationStatus.NEVER_REPLICATED
+        )
         checkpoints = {(c.group, c.topic, c.partition): c for c in emitted}
         assert len(checkpoints) == len(GROUPS) * PARTITIONS
-        yield Outage(home, clusters, simulator, checkpoints, stored, replicated)
+        expected_loss = expected_data_loss(partitions, committed)
+        yield Outage(home, clusters, simulator, checkpoints, stored, replicated, expected_loss)
     finally:
         stop_clusters(home)
+
+
+def _mirrored(simulator: MirrorSimulator, partition: int) -> SourcePartition:
+    """A TOPIC partition as the simulator left it: the topic is fresh (log start 0), and everything
+    replicated was flushed to Connect, so MM2's records prove exactly the stored offset (no sync is
+    beyond what was replicated); a reset leaves the position unknown."""
+    stored = simulator.stored_offset(TOPIC, partition)
+    log_end = simulator.source_log_end(TOPIC, partition)
+    if stored is None:
+        return SourcePartition(0, log_end, ReplicationStatus.RESET)
+    assert stored == simulator.replicated_through(TOPIC, partition)
+    return SourcePartition(0, log_end, ReplicationStatus.REPLICATING, stored + 1)
 
 
 def test_source_dead_before_the_first_refresh_fails_over_from_target_checkpoints(outage: Outage) -> None:
@@ -240,7 +277,51 @@ def test_source_dead_between_refreshes_keeps_gold_and_adds_new_checkpoints(outag
     assert outage.stored[1] is None
     assert (progress[(TOPIC, 1)]["status"], progress[(TOPIC, 1)]["lag_records"]) == ("reset", None)
     never = progress[(NEVER_REPLICATED, 0)]
-    assert (never["status"], never["upstream_offset"], never["lag_records"]) == ("never_replicated", None, 3)
+    assert (never["status"], never["upstream_offset"], never["lag_records"]) == (
+        "never_replicated",
+        None,
+        NEVER_REPLICATED_RECORDS,
+    )
+
+
+def test_failover_data_loss_equals_the_simulators_ground_truth(outage: Outage) -> None:
+    """Every group-partition's data-loss figures in gold (kept by the refresh with the source dead)
+    are the simulator's: behind MM2 or ahead of it on orders[0], unknown (not 0) on the reset
+    orders[1], every record missing on the never-replicated topic. ``plan`` shows the per-group sums."""
+    expected = outage.expected_loss
+    # The scenario covers each case.
+    assert {loss.status for loss in expected.values()} == set(ReplicationStatus)
+    assert any(loss.consumed_not_replicated for loss in expected.values())
+    assert any(loss.unconsumed_lost for loss in expected.values())
+    gold = {
+        (r["consumer_group"], r["topic"], r["partition"]): (
+            r["status"],
+            r["replicated_through"],
+            r["consumed_not_replicated"],
+            r["unconsumed_lost"],
+        )
+        for r in outage.rows("failover_data_loss")
+        if r["source_cluster"] == SOURCE_ALIAS
+    }
+    assert gold == {
+        key: (loss.status.value, loss.replicated_through, loss.consumed_not_replicated, loss.unconsumed_lost)
+        for key, loss in expected.items()
+    }
+
+    plan = outage.cli("plan", "--target", outage.target)
+    assert plan.returncode == 0, plan.stdout[-3000:] + plan.stderr[-3000:]
+    shown = _data_loss_rows(plan.stdout)
+    for group in GROUPS:
+        losses = [loss for (g, _, _), loss in expected.items() if g == group]
+        unknown = sum(loss.status is ReplicationStatus.RESET for loss in losses)
+        # source, partitions, consumed not on target, unconsumed lost, position unknown (then: as of)
+        assert shown[group][:5] == [
+            SOURCE_ALIAS,
+            str(len(losses)),
+            str(sum(loss.consumed_not_replicated or 0 for loss in losses)),
+            str(sum(loss.unconsumed_lost or 0 for loss in losses)),
+            str(unknown) if unknown else "-",
+        ], plan.stdout
 
 
 def test_apply_needs_only_the_target(outage: Outage) -> None:
@@ -302,6 +383,14 @@ def test_apply_on_an_empty_gold_fails_and_says_why(outage: Outage, tmp_path: Pat
     )
     assert empty.returncode == 1, empty.stdout + empty.stderr
     assert "no translation in gold" in empty.stderr
+
+
+def _data_loss_rows(stdout: str) -> dict[str, list[str]]:
+    """The data-loss table ``plan`` prints: group -> the other columns (no value holds a space)."""
+    title = "data loss if failing over now"
+    assert title in stdout, stdout
+    rows = [line.split() for line in stdout[stdout.index(title) :].splitlines()[3:]]
+    return {row[0]: row[1:] for row in rows if row and row[0] in GROUPS}
 
 
 def _write_checkpoint(outage: Outage, checkpoint: Checkpoint) -> None:
