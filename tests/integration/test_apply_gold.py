@@ -141,3 +141,18 @@ def test_a_regex_that_is_not_literal_reads_everything_and_still_selects(
 
     assert len(offsets) == 2
     assert [offset.consumer_group for offset in select_offsets(offsets, selection)] == ["app-1"]
+
+
+def test_a_gold_row_without_an_offset_is_a_clear_error(
+    spark: SparkSession, unique_name: Callable[[str], str]
+) -> None:
+    schema = unique_name("gold").replace("-", "_").replace(".", "_")
+    spark.sql(f"CREATE SCHEMA `{schema}`")
+    rows = [
+        ("east", "app", "orders", 0, 10, 10, "checkpoint", "", at(1)),
+        ("east", "app", "orders", 1, None, 10, "checkpoint", "", at(1)),
+    ]
+    spark.createDataFrame(rows, LATEST_DDL).write.saveAsTable(f"`{schema}`.latest_offsets")
+
+    with pytest.raises(gold.GoldTableError, match=r"has a row with NULL downstream_offset: .*'partition': 1"):
+        gold.read_latest_offsets(spark, schema)

@@ -36,6 +36,17 @@ _COLUMNS = (
 # latest_offsets may carry when each translation was last re-observed (the pipeline writes it);
 # without it, a translation is only known to hold at its source_timestamp.
 _LAST_OBSERVED = "last_observed_at"
+_FIELDS = (
+    "source_cluster",
+    "consumer_group",
+    "topic",
+    "partition",
+    "downstream_offset",
+    "method",
+    "metadata",
+    "source_micros",
+    "observed_micros",
+)
 _REQUIRED = ("source_cluster", "consumer_group", "topic", "partition", "downstream_offset", "source_micros")
 
 
@@ -266,30 +277,33 @@ def _columns(spark: SparkSession, name: str) -> list[str]:
 
 
 def _collect(frame: DataFrame, name: str) -> list[GoldOffset]:
+    """The rows as GoldOffsets, through Arrow: collect() builds a Row per row and looks each field
+    up by name (1,000,000 rows on a loaded 2-core machine: 54 s, through Arrow 10-15 s)."""
     from pyspark.errors import AnalysisException
 
     try:
-        rows = frame.collect()
+        table = frame.toArrow()
     except AnalysisException as error:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
+    data = {column: table.column(column).to_pylist() for column in table.column_names}
     offsets = []
-    for row in rows:
-        missing = [column for column in _REQUIRED if row[column] is None]
-        if missing:
-            raise GoldTableError(
-                f"gold table {name} has a row with NULL {', '.join(missing)}: {row.asDict()}"
-            )
+    for index, values in enumerate(zip(*(data[column] for column in _FIELDS), strict=True)):
+        cluster, group, topic, partition, offset, method, metadata, source_micros, observed_micros = values
+        if None in (cluster, group, topic, partition, offset, source_micros):
+            row = {column: column_values[index] for column, column_values in data.items()}
+            missing = [column for column in _REQUIRED if row[column] is None]
+            raise GoldTableError(f"gold table {name} has a row with NULL {', '.join(missing)}: {row}")
         offsets.append(
             GoldOffset(
-                source_cluster=row["source_cluster"],
-                consumer_group=row["consumer_group"],
-                topic=row["topic"],
-                partition=row["partition"],
-                downstream_offset=row["downstream_offset"],
-                source_timestamp=from_micros(row["source_micros"]),
-                method=row["method"] or "",
-                observed_at=from_micros(row["observed_micros"]),
-                metadata=row["metadata"] or "",
+                source_cluster=cluster,
+                consumer_group=group,
+                topic=topic,
+                partition=partition,
+                downstream_offset=offset,
+                source_timestamp=from_micros(source_micros),
+                method=method or "",
+                observed_at=from_micros(observed_micros),
+                metadata=metadata or "",
             )
         )
     return offsets
