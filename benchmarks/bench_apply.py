@@ -14,9 +14,10 @@ seconds from the pause to the executor's return, and the outcomes; then the medi
 Then the network: a third broker behind offsetlake_dev.latency_proxy, which delays every byte by
 ``--delays-ms`` each way (default 0, 2 and 20 ms), takes ``--network-groups`` groups x
 ``--network-partitions`` partitions (default 1,000 x 100; the issue's scale is 10,000 x 100). Per
-delay: reading the target and planning, then apply + read-back verify with ``--network-concurrency``
-groups at once, against one group at a time on ``--sequential-sample`` groups (the sequential rate is
-measured on the sample and extrapolated: at 20 ms, 10,000 groups one by one take tens of minutes).
+delay: reading the target (committed offsets ``READS_IN_FLIGHT`` groups at a time, as the apply job
+reads them) and planning, then apply + read-back verify with ``--network-concurrency`` groups at
+once, against one group at a time on ``--sequential-sample`` groups (the sequential rate is measured
+on the sample and extrapolated: at 20 ms, 10,000 groups one by one take tens of minutes).
 
 Usage: .venv/bin/python benchmarks/bench_apply.py [--groups 5000] [--concurrency 16] [--rounds 3]
        [--delays-ms 0,2,20] [--network-groups 10000] [--network-partitions 100]
@@ -112,9 +113,7 @@ def run(bootstrap: str, offsets: list[GoldOffset], concurrency: int) -> Figures:
     admin_config = {"bootstrap.servers": bootstrap}
     admin = AdminClient(admin_config)
     started = time.perf_counter()
-    target = read_target_state(
-        admin, {offset.key for offset in offsets}, timeout_s=TIMEOUT_S, concurrency=concurrency
-    )
+    target = read_target_state(admin, {offset.key for offset in offsets}, timeout_s=TIMEOUT_S)
     read_s = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -189,7 +188,7 @@ def stall(
 ) -> tuple[float, Counter[str]]:
     """Seconds from pausing the target mid-apply to the executor's return, and the outcomes."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    target = read_target_state(admin, {offset.key for offset in offsets}, timeout_s=TIMEOUT_S, concurrency=4)
+    target = read_target_state(admin, {offset.key for offset in offsets}, timeout_s=TIMEOUT_S)
     plan = build_plan(offsets, target, Guards(reference_time=datetime.now(UTC)))
     watched = sorted({offset.consumer_group for offset in offsets})[30]
     paused_at: list[float] = []

@@ -756,3 +756,16 @@ def test_poison_rows_in_gold_are_skipped_alone_and_audited(
     for name in poison:
         assert by_group[name]["outcome"] == "skip_invalid", by_group[name]
         assert by_group[name]["reason"].startswith("not a valid Kafka position in gold: ")
+
+
+def test_a_selection_that_names_no_group_in_gold_is_not_an_empty_gold(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("named"))
+    harness.write_latest([Translation(unique_name("named-app"), topic, 3, minutes_ago(1))])
+
+    # The literal name reaches the scan, so nothing is read: gold is counted to tell the two apart.
+    applied = harness.run("apply", "--groups", unique_name("no-such-group"))
+
+    assert applied.exit_code == 0, applied
+    assert "no gold offsets match the selection; nothing to do" in applied.stdout

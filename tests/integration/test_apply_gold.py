@@ -9,7 +9,15 @@ import pytest
 from pyspark.sql import SparkSession
 
 from offsetlake.apply import gold
-from offsetlake.apply.planner import Action, Guards, LogBounds, TargetState, build_plan
+from offsetlake.apply.planner import (
+    Action,
+    Guards,
+    LogBounds,
+    Selection,
+    TargetState,
+    build_plan,
+    select_offsets,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -69,3 +77,82 @@ def test_as_of_picks_one_method_per_partition(spark: SparkSession, unique_name: 
     )
     plan = build_plan(chosen, target, Guards(reference_time=at(5), max_age=None))
     assert [row.action for row in plan] == [Action.APPLY] * 3
+
+
+LATEST_DDL = (
+    "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
+    "upstream_offset BIGINT, method STRING, metadata STRING, source_timestamp TIMESTAMP"
+)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # Literal names: an IN on the scan, so storage skips what no name matches.
+        (Selection(groups="orders-app|billing"), "In(consumer_group", {"orders-app", "billing"}),
+        # A literal prefix: a StartsWith on the scan.
+        (
+            Selection(groups="orders-.*"),
+            "StringStartsWith(consumer_group,orders-)",
+            {"orders-app", "orders-app-canary"},
+        ),
+        # Topics narrow the same way.
+        (Selection(topics="invoices"), "EqualTo(topic,invoices)", {"billing"}),
+    ],
+)
+def test_the_selection_reaches_the_scan(
+    spark: SparkSession,
+    unique_name: Callable[[str], str],
+    capsys: pytest.CaptureFixture[str],
+    case: tuple[Selection, str, set[str]],
+) -> None:
+    selection, pushed, read = case
+    schema = unique_name("gold").replace("-", "_").replace(".", "_")
+    spark.sql(f"CREATE SCHEMA `{schema}`")
+    rows = [
+        ("east", group, topic, 0, 10, 10, "checkpoint", "", at(1))
+        for group, topic in [
+            ("orders-app", "orders"),
+            ("orders-app-canary", "orders"),
+            ("billing", "invoices"),
+            ("reporting", "orders"),
+        ]
+    ]
+    spark.createDataFrame(rows, LATEST_DDL).write.saveAsTable(f"`{schema}`.latest_offsets")
+
+    offsets = gold.read_latest_offsets(spark, schema, selection=selection)
+
+    assert {offset.consumer_group for offset in offsets} == read
+    gold.narrowed(spark.table(f"`{schema}`.latest_offsets"), selection).explain()
+    scan = next(line for line in capsys.readouterr().out.splitlines() if "FileScan parquet" in line)
+    assert pushed in scan
+
+
+def test_a_regex_that_is_not_literal_reads_everything_and_still_selects(
+    spark: SparkSession, unique_name: Callable[[str], str]
+) -> None:
+    schema = unique_name("gold").replace("-", "_").replace(".", "_")
+    spark.sql(f"CREATE SCHEMA `{schema}`")
+    rows = [("east", group, "orders", 0, 10, 10, "checkpoint", "", at(1)) for group in ("app-1", "app-22")]
+    spark.createDataFrame(rows, LATEST_DDL).write.saveAsTable(f"`{schema}`.latest_offsets")
+    selection = Selection(groups=r"app-\d")
+
+    offsets = gold.read_latest_offsets(spark, schema, selection=selection)
+
+    assert len(offsets) == 2
+    assert [offset.consumer_group for offset in select_offsets(offsets, selection)] == ["app-1"]
+
+
+def test_a_gold_row_without_an_offset_is_a_clear_error(
+    spark: SparkSession, unique_name: Callable[[str], str]
+) -> None:
+    schema = unique_name("gold").replace("-", "_").replace(".", "_")
+    spark.sql(f"CREATE SCHEMA `{schema}`")
+    rows = [
+        ("east", "app", "orders", 0, 10, 10, "checkpoint", "", at(1)),
+        ("east", "app", "orders", 1, None, 10, "checkpoint", "", at(1)),
+    ]
+    spark.createDataFrame(rows, LATEST_DDL).write.saveAsTable(f"`{schema}`.latest_offsets")
+
+    with pytest.raises(gold.GoldTableError, match=r"has a row with NULL downstream_offset: .*'partition': 1"):
+        gold.read_latest_offsets(spark, schema)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,6 +22,7 @@ from offsetlake.apply.planner import (
     Selection,
     TargetState,
     build_plan,
+    name_bounds,
     refused_by_active_policy,
     select_offsets,
 )
@@ -239,6 +241,36 @@ def test_selection_includes_and_excludes_whole_names() -> None:
         ("billing", "invoices"),
     ]
     assert select_offsets(offsets, Selection(exclude_groups="orders-.*")) == offsets[2:]
+
+
+@pytest.mark.parametrize(
+    "pattern", [".*", "orders-.*|.*", "app-\\d", "(a|b)", "a.b", "[ab]", "(?i)orders", "a+"]
+)
+def test_a_regex_beyond_literal_names_gives_no_bounds(pattern: str) -> None:
+    assert name_bounds(pattern) is None
+
+
+_NAME_CHARS = st.sampled_from("ab-_.")
+_LITERAL = st.text(st.sampled_from("ab-_"), max_size=4)
+
+
+@given(
+    alternatives=st.lists(st.tuples(_LITERAL, st.booleans()), min_size=1, max_size=4),
+    names=st.lists(st.text(_NAME_CHARS, max_size=6), max_size=20),
+)
+def test_literal_bounds_cover_every_name_the_regex_matches(
+    alternatives: list[tuple[str, bool]], names: list[str]
+) -> None:
+    pattern = "|".join(literal + (".*" if prefix else "") for literal, prefix in alternatives)
+    if pattern == ".*" or any(prefix and not literal for literal, prefix in alternatives):
+        return  # ".*" as an alternative: every name, no bounds (tested above)
+    bounds = name_bounds(pattern)
+    assert bounds is not None
+    # Names built from the alternatives, so matches are common, plus arbitrary names.
+    candidates = names + [literal + name for (literal, _), name in zip(alternatives, names, strict=False)]
+    for name in candidates:
+        if re.fullmatch(pattern, name):
+            assert name in bounds.names or name.startswith(bounds.prefixes)
 
 
 def test_a_bad_regex_names_its_flag() -> None:

@@ -16,8 +16,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from offsetlake.apply.executor import Outcome, PartitionResult
-from offsetlake.apply.gold import from_micros, table_name
-from offsetlake.apply.planner import GroupPartition, PlanRow
+from offsetlake.apply.gold import from_micros, narrowed, table_name
+from offsetlake.apply.planner import GroupPartition, PlanRow, Selection
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -132,21 +132,29 @@ class LastApplied:
     """When it was committed: the start of the offset's retention clock on the target."""
 
 
-def read_last_applied(spark: SparkSession, table: str) -> dict[GroupPartition, LastApplied]:
-    """Per group-partition, the translation most recently applied and verified, and when.
+def read_last_applied(
+    spark: SparkSession, table: str, selection: Selection | None = None
+) -> dict[GroupPartition, LastApplied]:
+    """Per group-partition, the translation most recently applied and verified, and when; the
+    audit grows with every run, so rows ``selection`` rules out stay in storage (gold.narrowed).
 
     The most recent, not the newest: after a deliberate restore (--as-of --allow-rewind), later
     runs compare against the restored translation.
     """
+    from pyspark.sql import functions as sf
+
     if not spark.catalog.tableExists(table.replace("`", "")):
         return {}
-    rows = spark.sql(
-        "SELECT consumer_group, topic, `partition`, "
-        "max_by(unix_micros(source_timestamp), recorded_at) AS applied_micros, "
-        "unix_micros(max(recorded_at)) AS committed_micros "
-        f"FROM {table} WHERE mode = '{Mode.APPLY}' AND stage = '{Stage.RESULT}' AND verified "
-        "GROUP BY consumer_group, topic, `partition`"
-    ).collect()
+    rows = (
+        narrowed(spark.table(table), selection)
+        .where(f"mode = '{Mode.APPLY}' AND stage = '{Stage.RESULT}' AND verified")
+        .groupBy("consumer_group", "topic", "partition")
+        .agg(
+            sf.expr("max_by(unix_micros(source_timestamp), recorded_at)").alias("applied_micros"),
+            sf.expr("unix_micros(max(recorded_at))").alias("committed_micros"),
+        )
+        .collect()
+    )
     return {
         (row["consumer_group"], row["topic"], row["partition"]): LastApplied(
             from_micros(row["applied_micros"]), from_micros(row["committed_micros"])

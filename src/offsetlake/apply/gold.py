@@ -7,18 +7,20 @@ every age and as-of comparison on a driver that is not on UTC.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from offsetlake.apply.planner import GoldOffset
+from offsetlake.apply.planner import GoldOffset, NameBounds, Selection, name_bounds
 from offsetlake.errors import ExternalError
 from offsetlake.pipeline.precedence import METHODS, choose_translation
 from offsetlake.pipeline.tables import CLUSTER_HEALTH, FAILOVER_DATA_LOSS, LATEST_OFFSETS, OFFSET_HISTORY
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COLUMNS = (
@@ -34,6 +36,17 @@ _COLUMNS = (
 # latest_offsets may carry when each translation was last re-observed (the pipeline writes it);
 # without it, a translation is only known to hold at its source_timestamp.
 _LAST_OBSERVED = "last_observed_at"
+_FIELDS = (
+    "source_cluster",
+    "consumer_group",
+    "topic",
+    "partition",
+    "downstream_offset",
+    "method",
+    "metadata",
+    "source_micros",
+    "observed_micros",
+)
 _REQUIRED = ("source_cluster", "consumer_group", "topic", "partition", "downstream_offset", "source_micros")
 
 
@@ -47,16 +60,73 @@ def table_name(table: str, schema: str, catalog: str | None = None) -> str:
     return ".".join(f"`{part}`" for part in parts)
 
 
-def read_latest_offsets(spark: SparkSession, schema: str, catalog: str | None = None) -> list[GoldOffset]:
-    """Every current translation in ``latest_offsets`` (none when the pipeline never created it)."""
+def read_latest_offsets(
+    spark: SparkSession, schema: str, catalog: str | None = None, selection: Selection | None = None
+) -> list[GoldOffset]:
+    """The current translations in ``latest_offsets`` that ``selection`` may select (none when the
+    pipeline never created the table); see :func:`narrowed`."""
     name = table_name(LATEST_OFFSETS.name, schema, catalog)
     if not _exists(spark, name):
         return []
     observed = "source_timestamp"
     if _LAST_OBSERVED in _columns(spark, name):
         observed = f"coalesce({_LAST_OBSERVED}, source_timestamp)"
-    frame = spark.table(name).selectExpr(*_COLUMNS, f"unix_micros({observed}) AS observed_micros")
-    return _collect(frame, name)
+    frame = narrowed(spark.table(name), selection)
+    return _collect(frame.selectExpr(*_COLUMNS, f"unix_micros({observed}) AS observed_micros"), name)
+
+
+def count_translations(
+    spark: SparkSession, schema: str, catalog: str | None = None, as_of: datetime | None = None
+) -> int:
+    """Rows of ``latest_offsets``, or with ``as_of`` the ``offset_history`` rows valid then (one per
+    method): tells an empty gold from a selection that matched nothing, without reading the rows."""
+    name = table_name(OFFSET_HISTORY.name if as_of else LATEST_OFFSETS.name, schema, catalog)
+    if not _exists(spark, name):
+        return 0
+    frame = spark.table(name)
+    return (_valid_at(frame, as_of) if as_of else frame).count()
+
+
+def _valid_at(history: DataFrame, as_of: datetime) -> DataFrame:
+    from pyspark.sql import functions as sf
+
+    at = sf.timestamp_micros(sf.lit(to_micros(as_of)))
+    return history.where(
+        (sf.col("valid_from") <= at) & (sf.col("valid_to").isNull() | (sf.col("valid_to") > at))
+    )
+
+
+def narrowed(frame: DataFrame, selection: Selection | None) -> DataFrame:
+    """``frame`` without the rows whose group or topic the selection's literal names and prefixes
+    rule out (``--groups orders-app|billing``, ``--topics orders-.*``), as a filter Spark pushes
+    to the scan: Parquet and Delta skip row groups and files by it, instead of every row reaching
+    the driver. Any other regex leaves the frame as it is; the regex itself decides afterwards
+    (planner.select_offsets), in Python, with Python's regex syntax."""
+    for column, bounds in _bounds(selection).items():
+        frame = frame.where(_within(column, bounds.names, bounds.prefixes))
+    return frame
+
+
+def narrows(selection: Selection | None) -> bool:
+    """Whether :func:`narrowed` filters anything for this selection."""
+    return bool(_bounds(selection))
+
+
+def _bounds(selection: Selection | None) -> dict[str, NameBounds]:
+    if selection is None:
+        return {}
+    patterns = {"consumer_group": selection.groups, "topic": selection.topics}
+    bounds = {column: name_bounds(pattern) for column, pattern in patterns.items()}
+    return {column: bound for column, bound in bounds.items() if bound is not None}
+
+
+def _within(column: str, names: Collection[str], prefixes: Sequence[str]) -> Column:
+    from pyspark.sql import functions as sf
+
+    # Only the parts there are: an empty IN is not a filter Spark can push to the scan.
+    conditions = [sf.col(column).isin(sorted(names))] if names else []
+    conditions += [sf.col(column).startswith(prefix) for prefix in prefixes]
+    return functools.reduce(operator.or_, conditions)
 
 
 def read_offsets_as_of(
@@ -64,31 +134,29 @@ def read_offsets_as_of(
     as_of: datetime,
     schema: str,
     catalog: str | None = None,
+    *,
     precedence: Sequence[str] = METHODS,
+    selection: Selection | None = None,
 ) -> list[GoldOffset]:
     """The translation that was current at ``as_of`` per group-partition, from ``offset_history``.
 
     History is kept per method, so several rows can be current at once: one is chosen with the
     rule latest_offsets uses (offsetlake.pipeline.precedence), with valid_from as the freshness.
     Without this, methods that merely differ in precision would look like a conflict between
-    source clusters.
+    source clusters. Rows ``selection`` rules out are left in storage (:func:`narrowed`).
     """
     from pyspark.errors import AnalysisException
-    from pyspark.sql import functions as sf
 
     if as_of.tzinfo is None:
         raise GoldTableError(f"--as-of needs a time zone: {as_of.isoformat()}")
     name = table_name(OFFSET_HISTORY.name, schema, catalog)
     if not _exists(spark, name):
         return []
-    at = sf.timestamp_micros(sf.lit(to_micros(as_of)))
     try:
         history = spark.table(name)
     except AnalysisException as error:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
-    current = history.where(
-        (sf.col("valid_from") <= at) & (sf.col("valid_to").isNull() | (sf.col("valid_to") > at))
-    )
+    current = _valid_at(narrowed(history, selection), as_of)
     chosen = choose_translation(current, precedence, freshness="valid_from")
     return _collect(chosen.selectExpr(*_COLUMNS, "unix_micros(source_timestamp) AS observed_micros"), name)
 
@@ -154,18 +222,25 @@ def read_failover_data_loss(
 ) -> list[GroupDataLoss]:
     """Per source cluster and group among ``groups``, the newest data-loss estimate (none when the
     pipeline does not ingest MM2's Connect offsets)."""
+    from pyspark.sql import functions as sf
+
     name = table_name(FAILOVER_DATA_LOSS.name, schema, catalog)
     if not groups or not _exists(spark, name):
         return []
-    rows = spark.sql(
-        "SELECT source_cluster, consumer_group, count(*) AS partitions, "
-        "coalesce(sum(consumed_not_replicated), 0) AS consumed_not_replicated, "
-        "coalesce(sum(unconsumed_lost), 0) AS unconsumed_lost, "
-        "count_if(status IS NULL OR status = 'reset') AS partitions_unknown, "
-        "unix_micros(max(progress_at)) AS as_of_micros "
-        f"FROM {name} GROUP BY source_cluster, consumer_group ORDER BY consumer_group, source_cluster"
-    ).collect()
-    wanted = set(groups)
+    rows = (
+        spark.table(name)
+        .where(sf.col("consumer_group").isin(sorted(groups)))
+        .groupBy("source_cluster", "consumer_group")
+        .agg(
+            sf.expr("count(*)").alias("partitions"),
+            sf.expr("coalesce(sum(consumed_not_replicated), 0)").alias("consumed_not_replicated"),
+            sf.expr("coalesce(sum(unconsumed_lost), 0)").alias("unconsumed_lost"),
+            sf.expr("count_if(status IS NULL OR status = 'reset')").alias("partitions_unknown"),
+            sf.expr("unix_micros(max(progress_at))").alias("as_of_micros"),
+        )
+        .orderBy("consumer_group", "source_cluster")
+        .collect()
+    )
     return [
         GroupDataLoss(
             source_cluster=row["source_cluster"],
@@ -177,7 +252,6 @@ def read_failover_data_loss(
             as_of=None if row["as_of_micros"] is None else from_micros(row["as_of_micros"]),
         )
         for row in rows
-        if row["consumer_group"] in wanted
     ]
 
 
@@ -203,30 +277,33 @@ def _columns(spark: SparkSession, name: str) -> list[str]:
 
 
 def _collect(frame: DataFrame, name: str) -> list[GoldOffset]:
+    """The rows as GoldOffsets, through Arrow: collect() builds a Row per row and looks each field
+    up by name (1,000,000 rows on a loaded 2-core machine: 54 s, through Arrow 10-15 s)."""
     from pyspark.errors import AnalysisException
 
     try:
-        rows = frame.collect()
+        table = frame.toArrow()
     except AnalysisException as error:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
+    data = {column: table.column(column).to_pylist() for column in table.column_names}
     offsets = []
-    for row in rows:
-        missing = [column for column in _REQUIRED if row[column] is None]
-        if missing:
-            raise GoldTableError(
-                f"gold table {name} has a row with NULL {', '.join(missing)}: {row.asDict()}"
-            )
+    for index, values in enumerate(zip(*(data[column] for column in _FIELDS), strict=True)):
+        cluster, group, topic, partition, offset, method, metadata, source_micros, observed_micros = values
+        if None in (cluster, group, topic, partition, offset, source_micros):
+            row = {column: column_values[index] for column, column_values in data.items()}
+            missing = [column for column in _REQUIRED if row[column] is None]
+            raise GoldTableError(f"gold table {name} has a row with NULL {', '.join(missing)}: {row}")
         offsets.append(
             GoldOffset(
-                source_cluster=row["source_cluster"],
-                consumer_group=row["consumer_group"],
-                topic=row["topic"],
-                partition=row["partition"],
-                downstream_offset=row["downstream_offset"],
-                source_timestamp=from_micros(row["source_micros"]),
-                method=row["method"] or "",
-                observed_at=from_micros(row["observed_micros"]),
-                metadata=row["metadata"] or "",
+                source_cluster=cluster,
+                consumer_group=group,
+                topic=topic,
+                partition=partition,
+                downstream_offset=offset,
+                source_timestamp=from_micros(source_micros),
+                method=method or "",
+                observed_at=from_micros(observed_micros),
+                metadata=metadata or "",
             )
         )
     return offsets

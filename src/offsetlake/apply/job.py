@@ -117,7 +117,8 @@ class ApplyResult:
     audit_table: str
     started_at: datetime
     gold_rows: int = 0
-    """Translations gold held before the selection (0: the pipeline has translated nothing yet)."""
+    """Translations read from gold, before the selection's regexes (the literal names it gives are
+    read alone); 0 only when gold holds none: the pipeline has translated nothing yet."""
     health: tuple[gold.ClusterHealth, ...] = ()
     plan: tuple[PlanRow, ...] = ()
     results: tuple[PartitionResult, ...] = ()
@@ -209,13 +210,22 @@ def _run(
 
     offsets = (
         gold.read_offsets_as_of(
-            spark, request.as_of, schema, request.catalog, precedence=request.method_precedence
+            spark,
+            request.as_of,
+            schema,
+            request.catalog,
+            precedence=request.method_precedence,
+            selection=request.selection,
         )
         if request.as_of
-        else gold.read_latest_offsets(spark, schema, request.catalog)
+        else gold.read_latest_offsets(spark, schema, request.catalog, request.selection)
     )
-    result = replace(result, gold_rows=len(offsets))
-    if not offsets:
+    gold_rows = len(offsets)
+    if not offsets and gold.narrows(request.selection):
+        # Only the literal names were read: is gold empty, or did the selection match nothing?
+        gold_rows = gold.count_translations(spark, schema, request.catalog, request.as_of)
+    result = replace(result, gold_rows=gold_rows)
+    if not result.gold_rows:
         where = f"valid at {request.as_of.isoformat()} in" if request.as_of else "in"
         return _refuse_if_applying(
             result,
@@ -236,12 +246,11 @@ def _run(
             admin,
             {offset.key for offset in offsets if invalid_reason(offset) is None},
             timeout_s=request.timeout_s,
-            concurrency=request.concurrency,
         )
     except KafkaAdminError as error:
         flush_client_logs(admin)
         raise KafkaAdminError(f"target cluster {bootstrap}: {error}") from error
-    applied_before = audit.read_last_applied(spark, audit_table)
+    applied_before = audit.read_last_applied(spark, audit_table, request.selection)
     keep_alive_after, keep_alive = _keep_alive(request, admin)
     guards = Guards(
         reference_time=request.as_of or started_at,

@@ -185,6 +185,37 @@ class PlanRow:
         return max(0, self.planned_offset - self.current_offset)
 
 
+_REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")
+
+
+@dataclass(frozen=True)
+class NameBounds:
+    """Whole names and name prefixes that together cover every name a selection regex matches."""
+
+    names: frozenset[str]
+    prefixes: tuple[str, ...]
+
+
+def name_bounds(pattern: str) -> NameBounds | None:
+    """The bounds of ``pattern`` when it is made of literal names and literal prefixes only
+    (``orders-app|billing``, ``orders-.*``); None for any other regex (nothing can be said without
+    running it). A reader hands the bounds to storage (Parquet/Delta skip row groups and files by
+    them), and the regex still decides (:func:`select_offsets`): the bounds only narrow."""
+    names: set[str] = set()
+    prefixes: list[str] = []
+    for alternative in pattern.split("|"):
+        literal, is_prefix = (alternative[:-2], True) if alternative.endswith(".*") else (alternative, False)
+        if _REGEX_SYNTAX.intersection(literal):
+            return None
+        if is_prefix and not literal:
+            return None  # ".*" alone: every name
+        if is_prefix:
+            prefixes.append(literal)
+        else:
+            names.add(literal)
+    return NameBounds(frozenset(names), tuple(prefixes))
+
+
 def select_offsets(offsets: Iterable[GoldOffset], selection: Selection) -> list[GoldOffset]:
     """The gold offsets whose group and topic pass the include/exclude regexes."""
     groups, exclude_groups, topics, exclude_topics = selection.compiled()
@@ -205,10 +236,10 @@ def build_plan(offsets: Sequence[GoldOffset], target: TargetState, guards: Guard
     for offset in offsets:
         reason = invalid_reason(offset)
         if reason is None:
-            by_key[offset.key].append(offset)
+            by_key[(offset.consumer_group, offset.topic, offset.partition)].append(offset)
         else:
             invalid.append(_invalid_row(offset, reason))
-    rows = [_plan_partition(key, candidates, target, guards) for key, candidates in sorted(by_key.items())]
+    rows = [_plan_partition(key, by_key[key], target, guards) for key in sorted(by_key)]
     return sorted(invalid, key=lambda row: row.key) + rows
 
 
@@ -255,28 +286,36 @@ def _plan_partition(
     group, topic, partition = key
     committed = target.committed.get(key)
     current = committed.offset if committed is not None else None
-    distinct_offsets = sorted({candidate.downstream_offset for candidate in candidates})
-    newest = max(candidates, key=lambda candidate: candidate.source_timestamp)
-    sources = ",".join(sorted({candidate.source_cluster for candidate in candidates}))
-    last_seen = max(candidate.observed_at or candidate.source_timestamp for candidate in candidates)
+    if len(candidates) == 1:  # the common case, without the set and sort work (1M rows in a failover)
+        (newest,) = candidates
+        distinct_offsets = [newest.downstream_offset]
+        sources, methods = newest.source_cluster, newest.method
+        last_seen = newest.observed_at or newest.source_timestamp
+    else:
+        distinct_offsets = sorted({candidate.downstream_offset for candidate in candidates})
+        newest = max(candidates, key=lambda candidate: candidate.source_timestamp)
+        sources = ",".join(sorted({candidate.source_cluster for candidate in candidates}))
+        methods = ",".join(sorted({candidate.method for candidate in candidates if candidate.method}))
+        last_seen = max(candidate.observed_at or candidate.source_timestamp for candidate in candidates)
+    translated_offset = newest.downstream_offset if len(distinct_offsets) == 1 else None
+    group_type = target.group_types.get(group, "")
 
     def row(action: Action, reason: str, planned: int | None = None, metadata: str | None = None) -> PlanRow:
-        translated = newest.downstream_offset if len(distinct_offsets) == 1 else None
         return PlanRow(
             source_cluster=sources,
             consumer_group=group,
             topic=topic,
             partition=partition,
-            translated_offset=translated,
+            translated_offset=translated_offset,
             planned_offset=planned,
             current_offset=current,
             action=action,
             reason=reason,
             source_timestamp=newest.source_timestamp,
-            method=",".join(sorted({candidate.method for candidate in candidates if candidate.method})),
+            method=methods,
             last_observed_at=last_seen,
             metadata=newest.metadata if metadata is None else metadata,
-            group_type=target.group_types.get(group, ""),
+            group_type=group_type,
         )
 
     if len(distinct_offsets) > 1:

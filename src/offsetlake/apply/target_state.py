@@ -7,8 +7,9 @@ the broker's own verdict on whether a group has members.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from confluent_kafka import ConsumerGroupState
@@ -16,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply.planner import TargetState
 from offsetlake.kafka import admin as kafka_admin
+from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.positions import GroupPartition
 
 # Kafka's own names for the group states (ConsumerGroupState in the Java client).
@@ -29,33 +31,47 @@ _STATE_NAMES = {
 }
 
 
+READS_IN_FLIGHT = 256
+"""Committed-offset requests (one group each) in flight while the target is read. Each waits a few
+round trips (coordinator lookup, fetch), so the read takes about groups x round trips / in-flight.
+They are cheap reads for the coordinators and wait on one client, not on threads, so the limit is
+well above --concurrency (groups altered at once, default 8, at which 10,000 groups over 20 ms
+each way would take minutes to read)."""
+
+
 def read_target_state(
-    admin: AdminClient, keys: Collection[GroupPartition], *, timeout_s: float, concurrency: int
+    admin: AdminClient,
+    keys: AbstractSet[GroupPartition],
+    *,
+    timeout_s: float,
+    max_in_flight: int = READS_IN_FLIGHT,
 ) -> TargetState:
-    """The state of every group and partition named in ``keys``."""
+    """The state of every group and partition named in ``keys``: committed offsets ``max_in_flight``
+    groups at a time, while the groups are described beside them."""
     partition_counts = kafka_admin.list_partition_counts(admin, timeout_s=timeout_s)
     existing = {
         (topic, partition) for _, topic, partition in keys if partition < partition_counts.get(topic, 0)
     }
-    partitions_by_group: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for group, topic, partition in sorted(keys):
-        if (topic, partition) in existing:
-            partitions_by_group[group].append((topic, partition))
     groups = sorted({group for group, _, _ in keys})
-
-    committed_per_group = kafka_admin.run_bounded(
-        lambda group: kafka_admin.list_committed_offsets(
-            admin, group, partitions_by_group[group], timeout_s=timeout_s
-        ),
-        [group for group in groups if partitions_by_group[group]],
-        concurrency,
-    )
+    with_partitions = sorted({group for group, topic, partition in keys if (topic, partition) in existing})
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="describe-groups") as describing:
+        described_later = describing.submit(read_groups, admin, groups, timeout_s=timeout_s)
+        # Each group's whole commit list, filtered below: naming every partition made the request
+        # and the answer carry all of them, committed or not (2,000 new groups of 100 partitions:
+        # 3.6 s against 1.3 s).
+        committed_per_group, failures = kafka_admin.list_committed_offsets_of_groups(
+            admin, with_partitions, timeout_s=timeout_s, max_in_flight=max_in_flight
+        )
+        described = described_later.result()
+    if failures:
+        group = min(failures)
+        raise KafkaAdminError(f"cannot read committed offsets of group {group}: {failures[group]}")
     committed = {
         (group, topic, partition): offset
         for group, offsets in committed_per_group.items()
         for (topic, partition), offset in offsets.items()
+        if (group, topic, partition) in keys and (topic, partition) in existing
     }
-    described = read_groups(admin, groups, timeout_s=timeout_s)
     return TargetState(
         group_states={group: description.state for group, description in described.items()},
         group_types={group: description.type for group, description in described.items()},

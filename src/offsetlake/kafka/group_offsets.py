@@ -83,7 +83,11 @@ def snapshot_group_offsets(
     )
     failures = {group: f"describe failed: {error}" for group, error in failures.items()}
     offsets, offset_failures = kafka_admin.list_committed_offsets_of_groups(
-        admin, [g for g in groups if g in states], deadline=deadline, max_in_flight=max_in_flight
+        admin,
+        [g for g in groups if g in states],
+        timeout_s=timeout_s,
+        max_in_flight=max_in_flight,
+        deadline=deadline,
     )
     failures.update(offset_failures)
     if failures:
