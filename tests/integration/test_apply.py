@@ -563,6 +563,8 @@ def test_plan_shows_what_failing_over_now_would_lose_per_group(
 ) -> None:
     topic = filled_topic(target_bootstrap, unique_name("lossy"))
     group, other = unique_name("lossy-app"), unique_name("not-selected-app")
+    # Reads only a topic MM2 never replicated: no checkpoint, so no translation, yet it loses most.
+    uncopied = unique_name("uncopied-app")
     harness.write_latest(
         [Translation(group, topic, 3, minutes_ago(1)), Translation(other, topic, 3, minutes_ago(1))]
     )
@@ -574,15 +576,27 @@ def test_plan_shows_what_failing_over_now_would_lose_per_group(
             ("east", group, "orders", 1, topic, 40, "replicating", 50, 55, 0, 5, at, at),
             ("east", group, "orders", 2, topic, 7, "reset", None, 60, None, 53, at, at),
             ("east", other, "orders", 0, topic, 1, "replicating", 1, 999, 0, 998, at, at),
+            ("east", uncopied, "audit", 0, None, 9, "never_replicated", 0, 12, 9, 3, at, at),
         ]
     )
-    dry = harness.run("plan", "--groups", group)
+    dry = harness.run("plan", "--groups", f"{group}|{uncopied}")
     assert dry.exit_code == 0, dry
     assert "data loss if failing over now" in dry.stdout
-    (line,) = [line for line in dry.stdout.splitlines() if line.startswith(group) and "east" in line.split()]
+
+    def shown(name: str) -> list[str]:
+        (line,) = [
+            line for line in dry.stdout.splitlines() if line.startswith(name) and "east" in line.split()
+        ]
+        return line.split()[1:6]
+
     # 3 partitions; 20 consumed but not on the target; 30 + 5 + 53 unconsumed and lost; 1 unknown
-    assert line.split()[1:6] == ["east", "3", "20", "88", "1"], line
+    assert shown(group) == ["east", "3", "20", "88", "1"]
+    assert shown(uncopied) == ["east", "1", "9", "3", "-"]  # no partition of unknown position
     assert other not in dry.stdout
+    # Selecting only the group with no translation still shows what it would lose.
+    alone = harness.run("plan", "--groups", f"{uncopied}.*")
+    assert "no gold offsets match the selection" in alone.stdout, alone
+    assert "data loss if failing over now" in alone.stdout and uncopied in alone.stdout, alone
 
 
 def test_keep_alive_recommits_a_standby_group_when_due_and_never_an_active_one(

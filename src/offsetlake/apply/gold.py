@@ -218,19 +218,23 @@ class GroupDataLoss:
 
 
 def read_failover_data_loss(
-    spark: SparkSession, schema: str, catalog: str | None, groups: Collection[str]
+    spark: SparkSession, schema: str, catalog: str | None, selection: Selection
 ) -> list[GroupDataLoss]:
-    """Per source cluster and group among ``groups``, the newest data-loss estimate (none when the
-    pipeline does not ingest MM2's Connect offsets)."""
+    """Per source cluster and group the selection's group regexes select, the newest data-loss
+    estimate (none when the pipeline does not ingest MM2's Connect offsets). Chosen by group, not
+    by the groups that have translations: a group that reads only topics MM2 never replicated has
+    no checkpoint, so no translation, and it is the group that would lose the most."""
     from pyspark.sql import functions as sf
 
     name = table_name(FAILOVER_DATA_LOSS.name, schema, catalog)
-    if not groups or not _exists(spark, name):
+    if not _exists(spark, name):
         return []
+    frame = spark.table(name)
+    group_bounds = _bounds(selection).get("consumer_group")
+    if group_bounds is not None:
+        frame = frame.where(_within("consumer_group", group_bounds.names, group_bounds.prefixes))
     rows = (
-        spark.table(name)
-        .where(sf.col("consumer_group").isin(sorted(groups)))
-        .groupBy("source_cluster", "consumer_group")
+        frame.groupBy("source_cluster", "consumer_group")
         .agg(
             sf.expr("count(*)").alias("partitions"),
             sf.expr("coalesce(sum(consumed_not_replicated), 0)").alias("consumed_not_replicated"),
@@ -252,6 +256,7 @@ def read_failover_data_loss(
             as_of=None if row["as_of_micros"] is None else from_micros(row["as_of_micros"]),
         )
         for row in rows
+        if selection.selects_group(row["consumer_group"])
     ]
 
 

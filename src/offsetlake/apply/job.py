@@ -232,13 +232,12 @@ def _run(
             f"run {run_info.run_id}: no translation {where} gold ({schema}): nothing can be applied; "
             "has the pipeline run against these clusters? (see cluster_health)",
         )
+    if request.as_of is None:
+        loss = gold.read_failover_data_loss(spark, schema, request.catalog, request.selection)
+        result = replace(result, data_loss=tuple(loss))
     offsets = select_offsets(offsets, request.selection)
     if not offsets:
         return result
-    if request.as_of is None:
-        groups = {offset.consumer_group for offset in offsets}
-        loss = gold.read_failover_data_loss(spark, schema, request.catalog, groups)
-        result = replace(result, data_loss=tuple(loss))
 
     admin = AdminClient(with_client_logger(config))
     try:

@@ -114,6 +114,10 @@ class Selection:
             _compile(self.exclude_topics, "--exclude-topics") if self.exclude_topics else None,
         )
 
+    def selects_group(self, group: str) -> bool:
+        groups, exclude_groups, _, _ = self.compiled()
+        return bool(groups.fullmatch(group)) and not (exclude_groups and exclude_groups.fullmatch(group))
+
 
 @dataclass(frozen=True)
 class Guards:

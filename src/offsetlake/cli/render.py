@@ -95,6 +95,8 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
     out: list[str] = [cluster_health_line(health, result.reference_time) for health in result.health]
     if result.nothing_selected:
         out.append(f"run {result.run_id}: no gold offsets match the selection; nothing to do")
+        if result.data_loss:  # groups with no translation can still lose records
+            out.append(data_loss_table(result.data_loss))
     elif result.gold_rows == 0:
         pass  # the problem line says why
     elif result.request.dry_run:
