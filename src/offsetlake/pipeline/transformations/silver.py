@@ -47,6 +47,7 @@ for _input in INPUTS:
     name=SILVER_GROUP_OFFSETS.name,
     comment=SILVER_GROUP_OFFSETS.comment,
     schema=SILVER_GROUP_OFFSETS.schema_ddl,
+    cluster_by=settings.apply_cluster_by,
 )
 def silver_group_offsets() -> DataFrame:
     """Typed already by the data source; partitions without a commit never reach bronze."""
