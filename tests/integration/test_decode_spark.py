@@ -17,6 +17,7 @@ from offsetlake.codecs import CodecError
 from offsetlake.codecs.connect import decode_connect_offset, mirror_source_position
 from offsetlake.codecs.mappings import mapping_decoder
 from offsetlake.codecs.mm2 import decode_checkpoint, decode_offset_sync
+from offsetlake.pipeline import decode_once
 from offsetlake.pipeline.decode import (
     DECODE_ERROR,
     decode_checkpoints,
@@ -24,6 +25,7 @@ from offsetlake.pipeline.decode import (
     decode_k2k_json_v1,
     decode_offset_syncs,
 )
+from offsetlake.pipeline.tables import QUARANTINE
 from tests.fixture_records import FixtureRecord, load_fixture_records
 
 if TYPE_CHECKING:
@@ -158,6 +160,71 @@ def test_silver_and_quarantine_shaped_queries_compile_over_a_file_source(
     errors = {row["id"]: row[DECODE_ERROR] for row in bad}
     assert sorted(errors) == sorted(r.id for r in records if r.error)
     assert all(record.error in errors[record.id] for record in records if record.error)
+
+
+DECODED_INPUTS = {
+    "checkpoint": decode_once.CHECKPOINTS,
+    "offset_sync": decode_once.OFFSET_SYNCS,
+    "connect_offset": decode_once.CONNECT_OFFSETS,
+    "k2k_mapping": decode_once.mappings("k2k-json-v1"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DECODED_INPUTS))
+def test_one_decoding_pass_feeds_silver_and_quarantine_one_to_one(
+    spark: SparkSession, tmp_path: Path, kind: str
+) -> None:
+    """Bronze rows of every fixture -> the stored decode result -> silver and quarantine, as the
+    pipeline does: each record in exactly one of the two, malformed ones with their bytes and reason."""
+    source = DECODED_INPUTS[kind]
+    records = load_fixture_records(kind)
+    bronze_ddl = ", ".join(f"`{name}` {kind_}" for name, kind_, _ in source.bronze.columns)
+    extra = {"source_cluster": "east"} if "source_cluster" in source.bronze.column_names else {}
+    raw = spark.createDataFrame(
+        [
+            {
+                "key": r.key,
+                "value": r.value,
+                "topic": "mm2-topic",
+                "partition": 0,
+                "offset": offset,
+                "timestamp": None,
+                "timestampType": 0,
+                "headers": [],
+                "ingested_at": None,
+                **extra,
+            }
+            for offset, r in enumerate(records)
+        ],
+        bronze_ddl,
+    ).select(*[sf.col(name) for name in source.bronze.column_names])
+    raw.write.parquet(str(tmp_path / "bronze"))
+    decode_once.decode_result(spark.read.parquet(str(tmp_path / "bronze")), source).write.parquet(
+        str(tmp_path / "decoded")
+    )
+    stored = spark.read.parquet(str(tmp_path / "decoded"))
+    assert [(f.name, f.dataType.simpleString()) for f in stored.schema] == [
+        (name, kind_.lower()) for name, kind_, _ in source.decoded.columns
+    ], "the decode result has its table's declared schema"
+
+    silver = decode_once.silver_rows(stored, source)
+    quarantined = decode_once.quarantine_rows(stored, source)
+    assert silver.columns == source.silver.column_names and quarantined.columns == QUARANTINE.column_names
+    good_offsets = sorted(row["kafka_offset"] for row in silver.collect())
+    bad = {row["kafka_offset"]: row for row in quarantined.collect()}
+    assert good_offsets == [offset for offset, r in enumerate(records) if r.expected]
+    assert sorted(bad) == [offset for offset, r in enumerate(records) if r.error]
+    for offset, record in enumerate(records):
+        if record.error:
+            row = bad[offset]
+            assert (row["key"], row["value"]) == (record.key, record.value), record.id
+            assert record.error in row["reason"], (record.id, row["reason"])
+            assert (row["source_table"], row["kind"]) == (source.bronze.name, source.kind)
+            assert row["source_cluster"] == extra.get("source_cluster"), record.id
+    kept_bytes = stored.where(sf.col("key").isNotNull() | sf.col("value").isNotNull())
+    assert kept_bytes.where(sf.col(DECODE_ERROR).isNull()).count() == 0, (
+        "raw bytes of good records are not copied"
+    )
 
 
 def test_first_invalid_utf8_byte_and_signed_integers_match_the_codec(spark: SparkSession) -> None:

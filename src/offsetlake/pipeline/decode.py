@@ -202,7 +202,7 @@ def _meaning_error(rules: Sequence[semantics.FieldRule], values: dict[str, Colum
 
     The decoded values are bound once, as a lambda's argument, and the rules read that variable.
     Inlined, every rule would repeat the whole byte-parsing expression of its field (a topic is
-    read ~7 times). Over a file or table source, silver's filter on ``decode_error`` is pushed
+    read ~7 times). Over a file or table source, a filter on ``decode_error`` is pushed
     below the projection, so the expression is generated again inside the filter, and the
     whole-stage method passes the JVM's 64 KB limit. A higher-order function is not whole-stage
     generated, so the decode projection and filter are compiled per expression instead. That

@@ -36,6 +36,7 @@ CONNECT_OFFSETS_TOPICS: Final = "offsetlake.connect_offsets.topics"
 TOPICS_INCLUDE: Final = "offsetlake.topics.include"
 TOPICS_EXCLUDE: Final = "offsetlake.topics.exclude"
 GOLD_INCREMENTAL: Final = "offsetlake.gold.incremental"
+TABLE_CLUSTERING: Final = "offsetlake.tables.clustering"
 
 ALL_KEYS: Final[tuple[str, ...]] = (
     TARGET_BOOTSTRAP,
@@ -57,6 +58,7 @@ ALL_KEYS: Final[tuple[str, ...]] = (
     TOPICS_INCLUDE,
     TOPICS_EXCLUDE,
     GOLD_INCREMENTAL,
+    TABLE_CLUSTERING,
 )
 
 DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
@@ -75,6 +77,10 @@ BronzeFlows = Literal["union", "per_source"]
 BRONZE_FLOW_MODES: Final[tuple[str, ...]] = ("union", "per_source")
 GoldIncremental = Literal["recompute", "auto_cdc"]
 GOLD_INCREMENTAL_MODES: Final[tuple[str, ...]] = ("recompute", "auto_cdc")
+TableClustering = Literal["none", "liquid"]
+TABLE_CLUSTERING_MODES: Final[tuple[str, ...]] = ("none", "liquid")
+APPLY_CLUSTER_KEY: Final[tuple[str, ...]] = ("consumer_group", "topic", "partition")
+"""How the failover apply job looks rows up (per group and partition); every clustered table has them."""
 _ALIAS = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -118,6 +124,11 @@ class PipelineSettings:
     new observations to the Delta table. ``recompute`` (local default): a materialized view computes
     the same table from every observation, because the open-source engine cannot MERGE into
     Parquet (and has no SCD type 2 before Spark 4.3)."""
+    table_clustering: TableClustering = "none"
+    """``liquid`` (Databricks): silver_group_offsets and the gold tables the apply job reads are
+    liquid-clustered by ``APPLY_CLUSTER_KEY``. ``none`` (local default): a Parquet table only records
+    the columns (no layout), and an existing streaming table refuses a clustering it was not
+    created with (CANNOT_UPDATE_PARTITION_COLUMNS), so an upgraded local home would fail."""
 
     def __post_init__(self) -> None:
         if not self.target_bootstrap_servers:
@@ -147,6 +158,8 @@ class PipelineSettings:
             raise InvalidValueError(f"{BRONZE_FLOWS} must be one of {', '.join(BRONZE_FLOW_MODES)}")
         if self.gold_incremental not in GOLD_INCREMENTAL_MODES:
             raise InvalidValueError(f"{GOLD_INCREMENTAL} must be one of {', '.join(GOLD_INCREMENTAL_MODES)}")
+        if self.table_clustering not in TABLE_CLUSTERING_MODES:
+            raise InvalidValueError(f"{TABLE_CLUSTERING} must be one of {', '.join(TABLE_CLUSTERING_MODES)}")
         if self.mappings_format not in SUPPORTED_MAPPING_FORMATS:
             raise InvalidValueError(
                 f"{MAPPINGS_FORMAT} {self.mappings_format!r} has no Spark decoder; "
@@ -176,6 +189,11 @@ class PipelineSettings:
         """Bronze is the only history beyond Kafka's retention: where no full refresh is ever
         needed (per-source flows) the pipeline refuses one (``pipelines.reset.allowed``)."""
         return {"pipelines.reset.allowed": "false"} if self.bronze_flows == "per_source" else {}
+
+    @property
+    def apply_cluster_by(self) -> list[str] | None:
+        """``cluster_by`` for the tables the apply job reads: its keys, or None (not clustered)."""
+        return list(APPLY_CLUSTER_KEY) if self.table_clustering == "liquid" else None
 
     @property
     def policy(self) -> ReplicationPolicy:
@@ -217,6 +235,7 @@ class PipelineSettings:
             topics_include=value(TOPICS_INCLUDE, ".*"),
             topics_exclude=_unless_set(get(TOPICS_EXCLUDE), DEFAULT_TOPICS_EXCLUDE),
             gold_incremental=value(GOLD_INCREMENTAL, "recompute"),  # type: ignore[arg-type]
+            table_clustering=value(TABLE_CLUSTERING, "none"),  # type: ignore[arg-type]
         )
 
     @classmethod
@@ -247,6 +266,7 @@ class PipelineSettings:
             TOPICS_INCLUDE: self.topics_include,
             TOPICS_EXCLUDE: self.topics_exclude,
             GOLD_INCREMENTAL: self.gold_incremental,
+            TABLE_CLUSTERING: self.table_clustering,
         }
 
 

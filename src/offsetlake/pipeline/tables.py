@@ -222,6 +222,37 @@ QUARANTINE: Final = TableSpec(
     ),
 )
 
+_DECODE_ERROR: Final = (
+    "decode_error",
+    "STRING",
+    "Why decoding failed: the pure codec's error message; NULL when the record decoded",
+)
+_RAW_WHEN_MALFORMED: Final = (
+    ("key", "BINARY", "Raw record key bytes of a malformed record (NULL when it decoded: bronze keeps them)"),
+    (
+        "value",
+        "BINARY",
+        "Raw record value bytes of a malformed record (NULL when it decoded: bronze keeps them)",
+    ),
+)
+
+
+def _decode_result(bronze: TableSpec, silver: TableSpec) -> TableSpec:
+    """The one decoding pass over ``bronze``: what ``silver`` and quarantine are filtered from."""
+    return TableSpec(
+        "decoded_" + silver.name.removeprefix("silver_"),
+        f"Every {bronze.name} record decoded once; {silver.name} (decode_error NULL) and quarantine "
+        f"(decode_error set) read this one decoding pass. The columns of {silver.name} (decoded fields NULL "
+        "when malformed), the error, and the raw bytes of malformed records only.",
+        (*silver.columns, _DECODE_ERROR, *_RAW_WHEN_MALFORMED),
+    )
+
+
+DECODED_CHECKPOINTS: Final = _decode_result(BRONZE_CHECKPOINTS, SILVER_CHECKPOINTS)
+DECODED_OFFSET_SYNCS: Final = _decode_result(BRONZE_OFFSET_SYNCS, SILVER_OFFSET_SYNCS)
+DECODED_MAPPINGS: Final = _decode_result(BRONZE_MAPPINGS, SILVER_MAPPINGS)
+DECODED_CONNECT_OFFSETS: Final = _decode_result(BRONZE_CONNECT_OFFSETS, SILVER_CONNECT_OFFSETS)
+
 _GOLD_KEY: Final = (
     ("source_cluster", "STRING", "MM2 alias of the source cluster the group committed on"),
     ("consumer_group", "STRING", "Consumer group id"),
@@ -393,6 +424,10 @@ ALL_TABLES: Final = (
     BRONZE_CONNECT_OFFSETS,
     SOURCE_LOG_OFFSETS,
     CLUSTER_HEALTH,
+    DECODED_CHECKPOINTS,
+    DECODED_OFFSET_SYNCS,
+    DECODED_MAPPINGS,
+    DECODED_CONNECT_OFFSETS,
     SILVER_CHECKPOINTS,
     SILVER_OFFSET_SYNCS,
     SILVER_MAPPINGS,

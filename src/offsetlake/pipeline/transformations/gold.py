@@ -13,6 +13,10 @@ the versions alone; the translation rules are in offsetlake.pipeline.history. fa
 reads latest_group_offsets (the newest snapshot per group-partition), kept the same way. The
 replication-progress views are still recomputed from their inputs, which grow with source
 partitions x refreshes (log-offset snapshots), not with groups.
+
+The tables the apply job reads (offset_history, latest_offsets, failover_data_loss) are
+liquid-clustered by its keys on Databricks (``offsetlake.tables.clustering`` ``liquid``, see
+settings.py); ``cluster_by`` is None locally.
 """
 
 from __future__ import annotations
@@ -132,14 +136,20 @@ def current_versions() -> DataFrame:
 
 
 @dp.materialized_view(
-    name=OFFSET_HISTORY.name, comment=OFFSET_HISTORY.comment, schema=OFFSET_HISTORY.schema_ddl
+    name=OFFSET_HISTORY.name,
+    comment=OFFSET_HISTORY.comment,
+    schema=OFFSET_HISTORY.schema_ddl,
+    cluster_by=settings.apply_cluster_by,
 )
 def offset_history_view() -> DataFrame:
     return offset_history(spark.read.table("current_versions"))
 
 
 @dp.materialized_view(
-    name=LATEST_OFFSETS.name, comment=LATEST_OFFSETS.comment, schema=LATEST_OFFSETS.schema_ddl
+    name=LATEST_OFFSETS.name,
+    comment=LATEST_OFFSETS.comment,
+    schema=LATEST_OFFSETS.schema_ddl,
+    cluster_by=settings.apply_cluster_by,
 )
 def latest_offsets_view() -> DataFrame:
     return latest_offsets(spark.read.table("current_versions"), settings.method_precedence)
@@ -190,7 +200,10 @@ def replication_progress_view() -> DataFrame:
 
 
 @dp.materialized_view(
-    name=FAILOVER_DATA_LOSS.name, comment=FAILOVER_DATA_LOSS.comment, schema=FAILOVER_DATA_LOSS.schema_ddl
+    name=FAILOVER_DATA_LOSS.name,
+    comment=FAILOVER_DATA_LOSS.comment,
+    schema=FAILOVER_DATA_LOSS.schema_ddl,
+    cluster_by=settings.apply_cluster_by,
 )
 def failover_data_loss_view() -> DataFrame:
     return failover_data_loss(

@@ -1,0 +1,140 @@
+"""What the silver and gold transformation files declare, recorded at the engine call.
+
+Liquid clustering needs Delta, so it runs on Databricks only (``offsetlake.tables.clustering``
+``liquid``, set by the bundle). Locally a Parquet table merely records the columns, and a streaming
+table created without them refuses them later. Here the real transformation files run against a
+recording pipelines module, with the Databricks settings and with the local ones. That exercises
+every line but the engine's and checks the arguments it would get.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyspark
+import pytest
+
+from offsetlake.pipeline.runner import TRANSFORMATIONS_DIR
+from offsetlake.pipeline.settings import APPLY_CLUSTER_KEY, PipelineSettings, SourceCluster
+from offsetlake.pipeline.tables import (
+    ALL_TABLES,
+    FAILOVER_DATA_LOSS,
+    LATEST_OFFSETS,
+    OFFSET_HISTORY,
+    SILVER_GROUP_OFFSETS,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+APPLY_JOB_TABLES = {LATEST_OFFSETS.name, OFFSET_HISTORY.name, FAILOVER_DATA_LOSS.name}
+
+
+@dataclass
+class RecordingPipelines:
+    """Stands in for ``pyspark.pipelines``: records each dataset's declaration by name."""
+
+    datasets: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    flows: list[dict[str, Any]] = field(default_factory=list)
+
+    def _decorator(self, kind: str, arguments: dict[str, Any]) -> Callable[[Callable[[], Any]], None]:
+        def register(_query_function: Callable[[], Any]) -> None:
+            self.datasets[arguments["name"]] = (kind, arguments)
+
+        return register
+
+    def table(self, **arguments: Any) -> Callable[[Callable[[], Any]], None]:
+        return self._decorator("table", arguments)
+
+    def materialized_view(self, **arguments: Any) -> Callable[[Callable[[], Any]], None]:
+        return self._decorator("materialized_view", arguments)
+
+    def temporary_view(self, **arguments: Any) -> Callable[[Callable[[], Any]], None]:
+        return self._decorator("temporary_view", arguments)
+
+    def create_streaming_table(self, **arguments: Any) -> None:
+        self.datasets[arguments["name"]] = ("create_streaming_table", arguments)
+
+    def create_auto_cdc_flow(self, **arguments: Any) -> None:
+        self.flows.append(arguments)
+
+
+def declarations(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, settings: PipelineSettings
+) -> RecordingPipelines:
+    """Run silver.py and gold.py with ``settings`` as the pipeline configuration."""
+    engine = RecordingPipelines()
+    monkeypatch.setattr(pyspark, "pipelines", engine, raising=False)
+    monkeypatch.setitem(sys.modules, "pyspark.pipelines", engine)
+    conf = settings.to_conf()
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        for layer in ("silver.py", "gold.py"):
+            runpy.run_path(str(TRANSFORMATIONS_DIR / layer))
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+    return engine
+
+
+def _settings(**overrides: Any) -> PipelineSettings:
+    return PipelineSettings(
+        target_bootstrap_servers="target:9092",
+        sources=(SourceCluster("east", "east:9092"),),
+        mappings_topics="k2k-.*",
+        **overrides,
+    )
+
+
+def _clustered(engine: RecordingPipelines) -> dict[str, list[str]]:
+    return {
+        name: arguments["cluster_by"]
+        for name, (_, arguments) in engine.datasets.items()
+        if arguments.get("cluster_by") is not None
+    }
+
+
+def test_on_databricks_the_tables_the_apply_job_reads_are_clustered_by_its_keys(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = declarations(
+        spark, monkeypatch, _settings(table_clustering="liquid", gold_incremental="auto_cdc")
+    )
+    clustered = _clustered(engine)
+    assert set(clustered) == {SILVER_GROUP_OFFSETS.name, *APPLY_JOB_TABLES}
+    specs = {spec.name: spec for spec in ALL_TABLES}
+    for name, columns in clustered.items():
+        assert columns == list(APPLY_CLUSTER_KEY), name
+        assert set(columns) <= set(specs[name].column_names), name
+
+
+def test_locally_no_table_is_clustered(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = declarations(spark, monkeypatch, _settings())
+    assert _clustered(engine) == {}
+    assert set(engine.datasets) >= APPLY_JOB_TABLES, "the same tables, declared without clustering"
+
+
+def test_every_stored_dataset_is_a_documented_table(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Including the decode-result tables: one per decoded input, each feeding silver and quarantine."""
+    specs = {spec.name: spec for spec in ALL_TABLES}
+    for settings in (_settings(), _settings(table_clustering="liquid", gold_incremental="auto_cdc")):
+        engine = declarations(spark, monkeypatch, settings)
+        stored = {name: args for name, (kind, args) in engine.datasets.items() if kind != "temporary_view"}
+        assert set(stored) <= set(specs)
+        assert {"decoded_checkpoints", "decoded_offset_syncs", "decoded_mappings"} <= set(stored)
+        assert "decoded_connect_offsets" in stored
+        for name, arguments in stored.items():
+            assert (arguments["comment"], arguments["schema"]) == (
+                specs[name].comment,
+                specs[name].schema_ddl,
+            )
