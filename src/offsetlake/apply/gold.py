@@ -96,14 +96,18 @@ def _valid_at(history: DataFrame, as_of: datetime) -> DataFrame:
     )
 
 
-def narrowed(frame: DataFrame, selection: Selection | None) -> DataFrame:
+def narrowed(
+    frame: DataFrame, selection: Selection | None, *, columns: Collection[str] = ("consumer_group", "topic")
+) -> DataFrame:
     """``frame`` without the rows whose group or topic the selection's literal names and prefixes
     rule out (``--groups orders-app|billing``, ``--topics orders-.*``), as a filter Spark pushes
     to the scan: Parquet and Delta skip row groups and files by it, instead of every row reaching
     the driver. Any other regex leaves the frame as it is; the regex itself decides afterwards
-    (planner.select_offsets), in Python, with Python's regex syntax."""
+    (planner.select_offsets), in Python, with Python's regex syntax. ``columns``: the ones the
+    selection applies to in this table."""
     for column, bounds in _bounds(selection).items():
-        frame = frame.where(_within(column, bounds.names, bounds.prefixes))
+        if column in columns:
+            frame = frame.where(_within(column, bounds.names, bounds.prefixes))
     return frame
 
 
@@ -229,12 +233,10 @@ def read_failover_data_loss(
     name = table_name(FAILOVER_DATA_LOSS.name, schema, catalog)
     if not _exists(spark, name):
         return []
-    frame = spark.table(name)
-    group_bounds = _bounds(selection).get("consumer_group")
-    if group_bounds is not None:
-        frame = frame.where(_within("consumer_group", group_bounds.names, group_bounds.prefixes))
+    # By group only: this table's topic is the source topic; the selection's are target names.
     rows = (
-        frame.groupBy("source_cluster", "consumer_group")
+        narrowed(spark.table(name), selection, columns=("consumer_group",))
+        .groupBy("source_cluster", "consumer_group")
         .agg(
             sf.expr("count(*)").alias("partitions"),
             sf.expr("coalesce(sum(consumed_not_replicated), 0)").alias("consumed_not_replicated"),
