@@ -48,13 +48,17 @@ EAST_ORDERS_SYNCS = ((0, 0), (10, 8), (20, 15), (20, 16), (35, 30))
 REPO_SQL = Path(__file__).resolve().parents[2] / "sql"
 DASHBOARD = Path(__file__).resolve().parents[2] / "src" / "dashboards" / "offsetlake_freshness.lvdash.json"
 ALERTS = Path(__file__).resolve().parents[2] / "resources" / "offsetlake.alert.yml"
-# apply_audit is written by plan/apply, not the pipeline: tests/integration/test_apply.py runs that one.
+# apply_audit is written by plan/apply, not the pipeline: test_apply.py and test_alert_queries.py run those.
 _NOT_PIPELINE_DATASETS = {"apply_outcomes"}
+_NOT_PIPELINE_ALERTS = {"offsetlake_sync_stalled"}
+_BUNDLE_SCHEMA_PREFIX = (
+    "${resources.schemas.offsetlake_schema.catalog_name}.${resources.schemas.offsetlake_schema.name}."
+)
 
 
 def dashboard_queries() -> dict[str, str]:
     """The dashboard's dataset queries (unqualified: the schema is offsetlake locally) and the
-    alerts' queries with the bundle's ${var.catalog}.${var.schema}. prefix taken off."""
+    alerts' queries with the bundle's catalog.schema prefix (the schema resource's) taken off."""
     import yaml
 
     datasets = json.loads(DASHBOARD.read_text(encoding="utf-8"))["datasets"]
@@ -64,7 +68,8 @@ def dashboard_queries() -> dict[str, str]:
         if d["name"] not in _NOT_PIPELINE_DATASETS
     }
     for name, alert in yaml.safe_load(ALERTS.read_text(encoding="utf-8"))["resources"]["alerts"].items():
-        queries[f"alert:{name}"] = alert["query_text"].replace("${var.catalog}.${var.schema}.", "")
+        if name not in _NOT_PIPELINE_ALERTS:
+            queries[f"alert:{name}"] = alert["query_text"].replace(_BUNDLE_SCHEMA_PREFIX, "")
     return queries
 
 

@@ -26,7 +26,6 @@ from tests.bundle_validation import (
     BUNDLE_SCHEMA_PATH,
     REPO_ROOT,
     RESOURCES_DIR,
-    VARIABLE_REFERENCE,
     bundle_files,
     credential_findings,
     documented_pipeline_settings,
@@ -171,36 +170,44 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
     job_settings: dict[str, Any], project: dict[str, Any]
 ) -> None:
     job = Job.from_dict(job_settings)
-    refresh, apply = job.tasks
-    assert (refresh.task_key, apply.task_key) == ("refresh_pipeline", "apply_offsets")
+    refresh, apply, report = job.tasks
+    assert (refresh.task_key, apply.task_key, report.task_key) == (
+        "refresh_pipeline",
+        "apply_offsets",
+        "report_outcome",
+    )
     assert refresh.depends_on == []
     assert [dependency.task_key for dependency in apply.depends_on] == ["refresh_pipeline"]
     # The failover must not depend on the refresh succeeding (a dead source may fail it).
     assert apply.run_if == RunIf.ALL_DONE
+    # ...but a failed refresh must still fail the run: the leaf runs when anything failed.
+    assert report.run_if == RunIf.AT_LEAST_ONE_FAILED
     assert job.max_concurrent_runs == 1
     assert job.schedule is None, "failover is run by an operator, never on a schedule"
     assert refresh.pipeline_task is not None
     assert str(refresh.pipeline_task.pipeline_id) == f"${{resources.pipelines.{PIPELINE_KEY}.id}}"
     assert refresh.pipeline_task.full_refresh is False
-    assert refresh.timeout_seconds and apply.timeout_seconds
+    assert refresh.timeout_seconds and apply.timeout_seconds and report.timeout_seconds
 
-    wheel_task = apply.python_wheel_task
-    assert wheel_task is not None
-    assert wheel_task.package_name == project["name"]
-    # python_wheel_task looks the entry point up in the wheel's metadata: it must be a script
-    # that raises SystemExit on failure (tests/unit/test_entry_point.py).
-    assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli.main:entry_point"
-    assert [str(parameter) for parameter in wheel_task.parameters] == [
-        "${var.apply_command}",
+    for task in (apply, report):
+        wheel_task = task.python_wheel_task
+        assert wheel_task is not None
+        assert wheel_task.package_name == project["name"]
+        # python_wheel_task looks the entry point up in the wheel's metadata: it must be a script
+        # that raises SystemExit on failure (tests/unit/test_entry_point.py).
+        assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli.main:entry_point"
+    schema = "${resources.schemas.offsetlake_schema.name}"
+    assert [str(parameter) for parameter in apply.python_wheel_task.parameters] == [  # type: ignore[union-attr]
+        "{{job.parameters.mode}}",
         "--as-of={{job.parameters.as_of}}",
         "--groups={{job.parameters.groups}}",
         "--active-group-policy={{job.parameters.active_group_policy}}",
         "--allow-rewind={{job.parameters.allow_rewind}}",
         "--max-age={{job.parameters.max_age}}",
-        "--catalog", "${var.catalog}",
-        "--schema", "${var.schema}",
+        "--catalog", "${resources.schemas.offsetlake_schema.catalog_name}",
+        "--schema", schema,
         "--target-bootstrap-servers", "${var.target_bootstrap_servers}",
-        "--secret-scope", "${var.secret_scope}",
+        "--secret-scope", "${resources.secret_scopes.offsetlake_kafka.name}",
         "--method-precedence", "${var.method_precedence}",
     ]  # fmt: skip
 
@@ -210,6 +217,7 @@ def test_failover_job_parameters_are_the_operators_choices_with_safe_defaults(
 ) -> None:
     parameters = {p.name: p.default for p in Job.from_dict(job_settings).parameters}
     assert parameters == {
+        "mode": "plan",
         "as_of": "",
         "groups": ".*",
         "active_group_policy": "fail",
@@ -220,10 +228,15 @@ def test_failover_job_parameters_are_the_operators_choices_with_safe_defaults(
     (apply,) = [task for task in job_settings["tasks"] if task["task_key"] == "apply_offsets"]
     arguments = [
         re.sub(r"\{\{job\.parameters\.(\w+)\}\}", lambda m: str(parameters[m.group(1)]), parameter)
-        for parameter in apply["python_wheel_task"]["parameters"][1:6]
+        for parameter in apply["python_wheel_task"]["parameters"][:6]
     ]
-    parsed = parser.parse_args(["apply", *arguments])
-    assert (parsed.as_of, parsed.allow_rewind, str(parsed.active_group_policy)) == (None, False, "fail")
+    parsed = parser.parse_args(arguments)
+    assert (parsed.command, parsed.as_of, parsed.allow_rewind, str(parsed.active_group_policy)) == (
+        "plan",
+        None,
+        False,
+        "fail",
+    )
 
 
 def test_sync_job_keeps_standby_groups_current_on_a_schedule(project: dict[str, Any]) -> None:
@@ -233,10 +246,10 @@ def test_sync_job_keeps_standby_groups_current_on_a_schedule(project: dict[str, 
     assert [d.task_key for d in sync.depends_on] == ["refresh_pipeline"]
     assert sync.run_if in (None, RunIf.ALL_SUCCESS)  # a routine sync applies only fresh offsets
     assert job.schedule is not None
-    assert str(job.schedule.pause_status) == "${var.schedule_pause_status}"
+    assert str(job.schedule.pause_status) == "${var.sync_schedule}"
     assert job.max_concurrent_runs == 1
     parameters = [str(p) for p in sync.python_wheel_task.parameters]  # type: ignore[union-attr]
-    assert parameters[:3] == ["${var.apply_command}", "--active-group-policy", "skip"]
+    assert parameters[:3] == ["${var.sync_mode}", "--active-group-policy", "skip"]
     assert project["scripts"][sync.python_wheel_task.entry_point] == "offsetlake.cli.main:entry_point"  # type: ignore[union-attr]
 
 
@@ -245,7 +258,10 @@ def test_jobs_signal_failure_and_never_alert_for_skipped_runs(job_file: Path) ->
     (settings,) = load_yaml(job_file)["resources"]["jobs"].values()
     job = Job.from_dict(settings)
     assert str(job.email_notifications.on_failure) == "${var.notification_emails}"  # type: ignore[union-attr]
-    assert str(job.webhook_notifications.on_failure) == "${var.notification_destinations}"  # type: ignore[union-attr]
+    # Paging is prod's (targets.prod.resources.jobs): dev has no destination to page.
+    prod_jobs = load_yaml(BUNDLE_ROOT_FILE)["targets"]["prod"]["resources"]["jobs"]
+    (key,) = load_yaml(job_file)["resources"]["jobs"]
+    assert prod_jobs[key]["webhook_notifications"]["on_failure"] == "${var.notification_destinations}"
     assert job.notification_settings.no_alert_for_skipped_runs is True  # type: ignore[union-attr]
     assert job.timeout_seconds and job.timeout_seconds > 0
     (rule,) = job.health.rules  # type: ignore[union-attr]
@@ -253,7 +269,7 @@ def test_jobs_signal_failure_and_never_alert_for_skipped_runs(job_file: Path) ->
         "JobsHealthMetric.RUN_DURATION_SECONDS",
         "JobsHealthOperator.GREATER_THAN",
     )
-    apply = job.tasks[-1]
+    (apply,) = [task for task in job.tasks if task.task_key in ("apply_offsets", "sync_standby_groups")]
     assert apply.max_retries and apply.max_retries > 0, "a rerun of apply converges: retry it"
 
 
@@ -261,28 +277,6 @@ def test_pipeline_failure_is_notified(pipeline_settings: dict[str, Any]) -> None
     (notification,) = Pipeline.from_dict(pipeline_settings).notifications
     assert str(notification.email_recipients) == "${var.notification_emails}"
     assert {"on-update-failure", "on-flow-failure"} <= set(map(str, notification.alerts))
-
-
-def test_apply_task_parameters_parse_with_the_offsetlake_cli(job_settings: dict[str, Any]) -> None:
-    """The job calls `offsetlake apply ...` from the wheel: the real argument parser must accept it."""
-    parser = build_parser()
-    sample_values = {
-        "catalog": "main",
-        "schema": "offsetlake",
-        "target_bootstrap_servers": "kafka-b:9092",
-        "secret_scope": "offsetlake-kafka",
-        "method_precedence": "checkpoint,offset_sync,mapping",
-    }
-    (apply,) = [task for task in job_settings["tasks"] if task["task_key"] == "apply_offsets"]
-    arguments = [
-        VARIABLE_REFERENCE.sub(lambda match: sample_values[match.group(1)], parameter)
-        for parameter in apply["python_wheel_task"]["parameters"][6:]
-    ]
-    arguments.insert(0, "apply")
-    parsed = vars(parser.parse_args(arguments))
-    assert parsed["command"] == "apply"
-    assert parsed["method_precedence"] == tuple(sample_values.pop("method_precedence").split(","))
-    assert set(sample_values.values()) <= set(parsed.values()), parsed
 
 
 def test_apply_task_runs_on_the_built_wheel(job_settings: dict[str, Any]) -> None:
@@ -309,7 +303,7 @@ def test_pipeline_loads_the_transformation_files(pipeline_settings: dict[str, An
     assert include.endswith("/**")
     assert (RESOURCES_DIR / include.removesuffix("/**")).resolve() == TRANSFORMATIONS_DIR
     assert (RESOURCES_DIR / str(pipeline.root_path)).resolve() == REPO_ROOT / "src"
-    assert str(pipeline.catalog) == "${var.catalog}"
+    assert str(pipeline.catalog) == "${resources.schemas.offsetlake_schema.catalog_name}"
     assert str(pipeline.schema) == "${resources.schemas.offsetlake_schema.name}"
     assert pipeline.serverless is True
     assert pipeline.environment is not None
@@ -367,22 +361,17 @@ def test_bronze_is_one_flow_per_source_and_refuses_a_full_refresh(pipeline_setti
 # --- targets: dev cannot touch production ---------------------------------------------------------
 
 
-def test_dev_only_plans_unless_apply_is_armed_and_prod_applies() -> None:
+def test_dev_and_prod_sync_only_plans_until_a_target_says_apply() -> None:
     bundle = load_yaml(BUNDLE_ROOT_FILE)
-    assert bundle["variables"]["apply_command"]["default"] == "plan"
-    assert bundle["targets"]["dev"]["variables"]["apply_command"] == "plan"
-    assert bundle["targets"]["prod"]["variables"]["apply_command"] == "apply"
-    for job_file in (JOB_FILE, SYNC_JOB_FILE):
-        (settings,) = load_yaml(job_file)["resources"]["jobs"].values()
-        for task in settings["tasks"]:
-            if "python_wheel_task" in task:
-                assert task["python_wheel_task"]["parameters"][0] == "${var.apply_command}", job_file.name
+    assert bundle["variables"]["sync_mode"]["default"] == "plan"
+    assert bundle["targets"]["dev"]["variables"]["sync_mode"] == "plan"
+    assert bundle["targets"]["prod"]["variables"]["sync_mode"] == "plan"  # going live is a reviewed change
     assert build_parser().parse_args(["plan"]).command == "plan"
 
 
-def test_dev_and_prod_have_their_own_catalog_schema_and_secret_scope() -> None:
+def test_dev_and_prod_have_their_own_catalog_and_secret_scope() -> None:
     targets = load_yaml(BUNDLE_ROOT_FILE)["targets"]
-    names = ("catalog", "schema", "secret_scope")
+    names = ("catalog", "secret_scope")
     dev, prod = ({name: targets[t]["variables"][name] for name in names} for t in ("dev", "prod"))
     assert all(dev[name] != prod[name] for name in names), (dev, prod)
 
@@ -390,7 +379,7 @@ def test_dev_and_prod_have_their_own_catalog_schema_and_secret_scope() -> None:
 def test_prod_root_path_is_not_writable_by_every_workspace_user() -> None:
     root_path = load_yaml(BUNDLE_ROOT_FILE)["targets"]["prod"]["workspace"]["root_path"]
     assert not root_path.startswith("/Workspace/Shared")
-    assert root_path.startswith("/Workspace/Users/${workspace.current_user.userName}/")
+    assert root_path.startswith("/Workspace/Users/${var.service_principal}/")
 
 
 def test_prod_protects_tables_from_bundle_destroy() -> None:
@@ -426,8 +415,8 @@ def test_schema_secret_scope_dashboard_and_alert_load_as_bundle_resources() -> N
         ]
     )
     assert (str(dashboard.dataset_catalog), str(dashboard.dataset_schema)) == (
-        "${var.catalog}",
-        "${var.schema}",
+        "${resources.schemas.offsetlake_schema.catalog_name}",
+        "${resources.schemas.offsetlake_schema.name}",
     )
     assert (RESOURCES_DIR / str(dashboard.file_path)).is_file()
     assert str(dashboard.warehouse_id) == "${var.warehouse_id}"
@@ -475,9 +464,18 @@ def test_every_variable_is_declared_described_and_used(variables: dict[str, dict
 
 
 def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, dict[str, Any]]) -> None:
-    """Only the cluster addresses have no sensible default; everything else must deploy as is."""
+    """The cluster addresses, prod's principal and who is told; dev sets all but the addresses."""
     required = {name for name, spec in variables.items() if "default" not in spec and "lookup" not in spec}
-    assert required == {"source_clusters", "target_bootstrap_servers"}
+    assert required == {
+        "source_clusters",
+        "target_bootstrap_servers",
+        "service_principal",
+        "notification_emails",
+        "notification_destinations",
+        "alert_subscriptions",
+    }
+    dev = load_yaml(BUNDLE_ROOT_FILE)["targets"]["dev"]["variables"]
+    assert required - set(dev) == {"source_clusters", "target_bootstrap_servers"}
 
 
 def test_deploy_doc_names_every_variable(variables: dict[str, dict[str, Any]]) -> None:

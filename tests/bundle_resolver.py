@@ -1,0 +1,402 @@
+"""Resolve the bundle for one target the way the Databricks CLI does, offline.
+
+No CLI or workspace is reachable here, so this models the parts of `databricks bundle validate`
+that decide what gets deployed, each after the CLI source that does it (databricks/cli):
+
+1. load `databricks.yml` and its `include:` files, merging them (maps merged, sequences concatenated:
+   libs/dyn/merge/merge.go);
+2. merge the target's overrides (`bundle/config/root.go` MergeTargetOverrides: bundle, workspace,
+   resources, permissions, presets merged; `run_as` and `mode` replaced; a target variable, written
+   short or long, replaces the variable's default and drops its lookup: rewriteShorthands);
+3. assign variables (`mutator/set_variables.go`: a --var value, then BUNDLE_VAR_<name> for
+   non-complex variables, then a lookup, then `.databricks/bundle/<target>/variable-overrides.json`,
+   then the default; none is the CLI's "no value assigned to required variable");
+4. resolve `${var.*}`, `${bundle.*}` and `${workspace.*}` everywhere, resources included, before any
+   preset (`phases/initialize.go`: ResolveVariableReferencesWithoutResources, then
+   ProcessStaticResources' ResolveVariableReferencesOnlyResources);
+5. development mode's presets (`resourcemutator/apply_target_mode.go`, `apply_presets.go`): the
+   '[dev <short>] ' prefix on jobs, pipelines, dashboards and alerts, `dev_<short>_` on schemas,
+   pipelines in development mode, PAUSED on schedules and alert schedules *that set none*; then
+   `run_as` copied to jobs, pipelines and alerts (`run_as.go`) and the defaults of
+   `resource_mutator.go` (a schedule without a pause status is UNPAUSED, a pipeline's channel CURRENT);
+6. resolve `${resources.<type>.<key>.<field>}` against the resources as they are now, prefixes
+   included (acceptance test `resource_deps/resources_var_presets`); fields that exist only after
+   deployment (`id`) become `<deployed id of …>`.
+
+What it does not model: merging job tasks by key, path translation, Python-defined resources.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.\-\[\]]+)\}")
+DEPLOY_TIME_FIELDS = frozenset({"id"})
+DEPLOY_TIME_VALUE = "<deployed {} of {}.{}>"
+LOOKUP_VALUE = "<id of {} {!r}>"
+PREFIXED_NAME_FIELD = {
+    "jobs": "name",
+    "pipelines": "name",
+    "dashboards": "display_name",
+    "alerts": "display_name",
+}
+RUN_AS_RESOURCE_TYPES = ("jobs", "pipelines", "alerts")
+
+
+class BundleResolutionError(ValueError):
+    """The CLI would refuse the bundle at this step (a missing variable, an unknown reference)."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who runs `bundle deploy`: `workspace.current_user` (libs/iamutil)."""
+
+    user_name: str
+    display_name: str = ""
+
+    @property
+    def is_service_principal(self) -> bool:
+        """The CLI's heuristic (iamutil.IsServicePrincipalName): the user name is a UUID."""
+        try:
+            uuid.UUID(self.user_name)
+        except ValueError:
+            return False
+        return True
+
+    @property
+    def short_name(self) -> str:
+        """iamutil.GetShortUserName: the part before '@' (a principal's display name), normalized."""
+        name = self.display_name if self.is_service_principal and self.display_name else self.user_name
+        return _normalize(name.split("@", 1)[0])
+
+
+def _normalize(name: str) -> str:
+    """textutil.NormalizeString: lower case, every non-alphanumeric a single '_', none at the ends."""
+    replaced = "".join(c if c.isalnum() else "_" for c in name.lower())
+    return re.sub(r"_+", "_", replaced).strip("_")
+
+
+def _schema_prefix(prefix: str) -> str:
+    """apply_presets.go normalizePrefix: '[dev jane] ' -> 'dev_jane_'."""
+    trimmed = prefix.replace("[", "").strip(" ")
+    suffix = "_" if trimmed.endswith("]") else ""
+    return _normalize(trimmed) + suffix
+
+
+def _merge(base: Any, override: Any) -> Any:
+    """libs/dyn/merge: maps merged key by key, sequences concatenated, anything else replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = _merge(base[key], value) if key in base else copy.deepcopy(value)
+        return merged
+    if isinstance(base, list) and isinstance(override, list):
+        return [*base, *copy.deepcopy(override)]
+    return copy.deepcopy(override)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(document, dict):
+        raise BundleResolutionError(f"{path}: not a YAML mapping")
+    return document
+
+
+def load_configuration(root: Path = REPO_ROOT) -> dict[str, Any]:
+    """databricks.yml with every file its `include:` globs name merged into it."""
+    configuration = _load(root / "databricks.yml")
+    for pattern in configuration.get("include", []):
+        for path in sorted(root.glob(pattern)):
+            included = _load(path)
+            unknown = set(included) - {"resources", "variables", "targets"}
+            if unknown:
+                raise BundleResolutionError(f"{path}: unexpected top-level keys {sorted(unknown)}")
+            configuration = _merge(configuration, included)
+    return configuration
+
+
+def _default_target(configuration: Mapping[str, Any]) -> str:
+    defaults = [name for name, target in configuration["targets"].items() if target.get("default")]
+    if len(defaults) != 1:
+        raise BundleResolutionError(f"expected exactly one default target, found {defaults}")
+    return defaults[0]
+
+
+def _apply_target(configuration: dict[str, Any], target_name: str) -> dict[str, Any]:
+    targets = configuration.pop("targets")
+    if target_name not in targets:
+        raise BundleResolutionError(f"no such target: {target_name}")
+    target = targets[target_name] or {}
+    for field in ("bundle", "workspace", "artifacts", "resources", "sync", "permissions", "presets"):
+        if field in target:
+            configuration[field] = _merge(configuration.get(field, {} if field != "permissions" else []),
+                                          target[field])  # fmt: skip
+    for name, value in (target.get("variables") or {}).items():
+        if name not in configuration.get("variables", {}):
+            raise BundleResolutionError(f"target {target_name} sets undeclared variable {name}")
+        declared = configuration["variables"][name]
+        is_full = isinstance(value, dict) and ({"default", "lookup"} & set(value))
+        override = value if is_full else {"default": value}
+        if "default" in override:
+            declared["default"] = copy.deepcopy(override["default"])
+            declared.pop("lookup", None)
+        if "lookup" in override:
+            declared["lookup"] = copy.deepcopy(override["lookup"])
+            declared.pop("default", None)
+    if "run_as" in target:
+        configuration["run_as"] = copy.deepcopy(target["run_as"])
+    configuration.setdefault("bundle", {})["target"] = target_name
+    if "mode" in target:
+        configuration["bundle"]["mode"] = target["mode"]
+    return configuration
+
+
+def _assign_variables(
+    declared: Mapping[str, Mapping[str, Any]],
+    cli_values: Mapping[str, Any],
+    environment: Mapping[str, str],
+    overrides_file: Mapping[str, Any],
+) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, variable in declared.items():
+        complex_type = variable.get("type") == "complex"
+        if name in cli_values:
+            values[name] = cli_values[name]
+        elif f"BUNDLE_VAR_{name}" in environment:
+            if complex_type:
+                raise BundleResolutionError(f"complex variable {name} cannot be set from the environment")
+            values[name] = environment[f"BUNDLE_VAR_{name}"]
+        elif "lookup" in variable:
+            ((kind, lookup_name),) = variable["lookup"].items()
+            values[name] = LOOKUP_VALUE.format(kind, lookup_name)
+        elif overrides_file.get(name) is not None:
+            values[name] = overrides_file[name]
+        elif "default" in variable:
+            values[name] = variable["default"]
+        else:
+            raise BundleResolutionError(f"no value assigned to required variable {name}")
+    return values
+
+
+def _walk_strings(node: Any, substitute: Any) -> Any:
+    if isinstance(node, dict):
+        return {key: _walk_strings(value, substitute) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_walk_strings(value, substitute) for value in node]
+    if isinstance(node, str):
+        return substitute(node)
+    return node
+
+
+def _interpolate(text: str, lookup: Any) -> Any:
+    """A string that is one whole reference takes the referenced value (a list stays a list)."""
+    whole = REFERENCE.fullmatch(text)
+    if whole:
+        found = lookup(whole.group(1))
+        return text if found is None else found
+    return REFERENCE.sub(lambda m: _as_text(lookup(m.group(1)), m.group(0)), text)
+
+
+def _as_text(value: Any, unresolved: str) -> str:
+    if value is None:
+        return unresolved
+    if isinstance(value, dict | list):
+        raise BundleResolutionError(f"{unresolved} is a complex value inside a longer string")
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _path_get(document: Any, dotted: str) -> Any:
+    node = document
+    for part in re.split(r"\.|\[(\d+)\]", dotted):
+        if part is None or part == "":
+            continue
+        if isinstance(node, list) and part.isdigit():
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _resolve_static(
+    configuration: dict[str, Any], variables: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Step 4: ${var.*}, ${bundle.*}, ${workspace.*} (not ${resources.*}), repeated to a fixed point.
+
+    Variable values may themselves hold references (dev's `${workspace.current_user.userName}`).
+    """
+
+    def lookup(reference: str) -> Any:
+        head, _, rest = reference.partition(".")
+        if head == "var":
+            name, _, tail = rest.partition(".")
+            if name not in variables:
+                raise BundleResolutionError(f"reference to undeclared variable ${{{reference}}}")
+            return _path_get(variables[name], tail) if tail else variables[name]
+        if head in ("bundle", "workspace"):
+            found = _path_get(configuration[head], rest)
+            if found is None:
+                raise BundleResolutionError(f"${{{reference}}} does not resolve")
+            return found
+        return None
+
+    for _ in range(10):
+        before = json.dumps([configuration, variables], sort_keys=True, default=str)
+        variables = _walk_strings(variables, lambda s: _interpolate(s, lookup))
+        configuration = _walk_strings(configuration, lambda s: _interpolate(s, lookup))
+        if json.dumps([configuration, variables], sort_keys=True, default=str) == before:
+            return configuration, variables
+    raise BundleResolutionError("variable references do not settle (a cycle?)")
+
+
+def _workspace_paths(configuration: dict[str, Any], identity: Identity) -> None:
+    workspace = configuration.setdefault("workspace", {})
+    workspace["current_user"] = {
+        "userName": identity.user_name,
+        "short_name": identity.short_name,
+    }
+    root = workspace.get("root_path") or "~/.bundle/${bundle.name}/${bundle.target}"
+    root = root.replace("~", f"/Workspace/Users/{identity.user_name}", 1) if root.startswith("~") else root
+    workspace["root_path"] = root
+    for field, leaf in (("file_path", "files"), ("artifact_path", "artifacts"), ("state_path", "state")):
+        workspace.setdefault(field, f"{root}/{leaf}")
+
+
+def _apply_presets(configuration: dict[str, Any]) -> None:
+    """Step 5: development mode's presets, then run_as and the CLI's resource defaults."""
+    resources = configuration.setdefault("resources", {})
+    presets = configuration.setdefault("presets", {})
+    if configuration["bundle"].get("mode") == "development":
+        short = configuration["workspace"]["current_user"]["short_name"]
+        presets.setdefault("name_prefix", f"[dev {short}] ")
+        presets.setdefault("trigger_pause_status", "PAUSED")
+        presets.setdefault("pipelines_development", True)
+        if presets["trigger_pause_status"] == "UNPAUSED":
+            raise BundleResolutionError("a development target cannot set trigger_pause_status UNPAUSED")
+    prefix = presets.get("name_prefix", "")
+    pause = presets.get("trigger_pause_status", "")
+    for kind, field in PREFIXED_NAME_FIELD.items():
+        for resource in resources.get(kind, {}).values():
+            resource[field] = prefix + resource.get(field, "")
+    for schema in resources.get("schemas", {}).values():
+        schema["name"] = (_schema_prefix(prefix) if prefix else "") + schema["name"]
+    for job in resources.get("jobs", {}).values():
+        for trigger in ("schedule", "trigger", "continuous"):
+            if pause and trigger in job and not job[trigger].get("pause_status"):
+                job[trigger]["pause_status"] = pause
+    for alert in resources.get("alerts", {}).values():
+        schedule = alert.get("schedule", {})
+        if pause and schedule.get("quartz_cron_schedule") and not schedule.get("pause_status"):
+            schedule["pause_status"] = pause
+    for pipeline in resources.get("pipelines", {}).values():
+        if presets.get("pipelines_development"):
+            pipeline["development"] = True
+        pipeline.setdefault("channel", "CURRENT")
+    for job in resources.get("jobs", {}).values():
+        for trigger in ("schedule", "trigger", "continuous"):
+            if trigger in job:
+                job[trigger].setdefault("pause_status", "UNPAUSED")
+    if "run_as" in configuration:
+        for kind in RUN_AS_RESOURCE_TYPES:
+            for resource in resources.get(kind, {}).values():
+                resource.setdefault("run_as", copy.deepcopy(configuration["run_as"]))
+
+
+def _resolve_resource_references(configuration: dict[str, Any]) -> dict[str, Any]:
+    resources = configuration["resources"]
+
+    def lookup(reference: str) -> Any:
+        head, _, rest = reference.partition(".")
+        if head != "resources":
+            raise BundleResolutionError(f"${{{reference}}} is left unresolved")
+        kind, key, field = [*rest.split(".", 2), "", ""][:3]
+        if key not in resources.get(kind, {}):
+            raise BundleResolutionError(f"${{{reference}}} names no resource of this bundle")
+        if field in DEPLOY_TIME_FIELDS:
+            return DEPLOY_TIME_VALUE.format(field, kind, key)
+        found = _path_get(resources[kind][key], field)
+        if found is None:
+            raise BundleResolutionError(f"${{{reference}}}: the resource has no field {field!r}")
+        return found
+
+    return _walk_strings(configuration, lambda s: _interpolate(s, lookup))
+
+
+def resolve_bundle(
+    target: str | None = None,
+    *,
+    identity: Identity,
+    variables: Mapping[str, Any] | None = None,
+    environment: Mapping[str, str] | None = None,
+    overrides_file: Mapping[str, Any] | None = None,
+    root: Path = REPO_ROOT,
+) -> dict[str, Any]:
+    """The configuration `bundle validate -t <target> -o json` would print, as far as modelled.
+
+    `variables` are --var values; `environment` holds BUNDLE_VAR_* entries; `overrides_file` is
+    the content of `.databricks/bundle/<target>/variable-overrides.json`.
+    """
+    configuration = load_configuration(root)
+    target = target or _default_target(configuration)
+    configuration = _apply_target(configuration, target)
+    _workspace_paths(configuration, identity)
+    values = _assign_variables(
+        configuration.get("variables", {}), variables or {}, environment or {}, overrides_file or {}
+    )
+    configuration, values = _resolve_static(configuration, values)
+    configuration["variables"] = {name: {"value": value} for name, value in values.items()}
+    _apply_presets(configuration)
+    resolved = _resolve_resource_references(configuration)
+    leftover = sorted({m.group(0) for text in _strings(resolved) for m in REFERENCE.finditer(text)})
+    if leftover:
+        raise BundleResolutionError(f"unresolved references: {leftover}")
+    return resolved
+
+
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [text for value in node.values() for text in _strings(value)]
+    if isinstance(node, list):
+        return [text for value in node for text in _strings(value)]
+    return [node] if isinstance(node, str) else []
+
+
+def resources_named(resolved: Mapping[str, Any], pattern: str) -> dict[str, Any]:
+    """Resources whose `<type>.<key>` matches a glob, e.g. 'jobs.*'."""
+    return {
+        f"{kind}.{key}": resource
+        for kind, group in resolved.get("resources", {}).items()
+        for key, resource in group.items()
+        if fnmatch.fnmatch(f"{kind}.{key}", pattern)
+    }
+
+
+def target_mode_errors(resolved: Mapping[str, Any], raw_target: Mapping[str, Any]) -> list[str]:
+    """validate_target_mode.go: what `bundle validate` reports as errors for the target's mode."""
+    mode = resolved["bundle"].get("mode")
+    workspace = resolved["workspace"]
+    user = workspace["current_user"]
+    errors: list[str] = []
+    if mode == "development":
+        for field in ("root_path", "file_path", "artifact_path", "state_path"):
+            path = workspace.get(field, "")
+            if path and user["userName"] not in path and user["short_name"] not in path:
+                errors.append(f"{field} must contain the current username in development mode")
+    if mode == "production":
+        if any(p.get("development") for p in resolved["resources"].get("pipelines", {}).values()):
+            errors.append("production mode cannot include a pipeline with development: true")
+        if not (raw_target.get("workspace") or {}).get("root_path"):
+            errors.append("production mode should set workspace.root_path (one copy only)")
+    return errors
