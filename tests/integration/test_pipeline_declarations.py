@@ -5,6 +5,10 @@ Liquid clustering needs Delta, so it runs on Databricks only (``offsetlake.table
 table created without them refuses them later. Here the real transformation files run against a
 recording pipelines module, with the Databricks settings and with the local ones. That exercises
 every line but the engine's and checks the arguments it would get.
+
+Silver's expectations exist on Databricks only: the open-source engine has no ``expect_all``, so
+there the guard (pipeline/expectations.py) is the identity, and ``DatabricksPipelines`` below adds
+a recording ``expect_all`` to check what Databricks would get.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyspark
 import pytest
 
+from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
 from offsetlake.pipeline.runner import TRANSFORMATIONS_DIR
 from offsetlake.pipeline.settings import APPLY_CLUSTER_KEY, PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import (
@@ -43,10 +48,15 @@ class RecordingPipelines:
 
     datasets: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     flows: list[dict[str, Any]] = field(default_factory=list)
+    expectations: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    """Dataset name -> the ``expect_all`` dicts its query function was decorated with."""
+    pending_expectations: dict[Callable[[], Any], list[dict[str, str]]] = field(default_factory=dict)
 
     def _decorator(self, kind: str, arguments: dict[str, Any]) -> Callable[[Callable[[], Any]], None]:
-        def register(_query_function: Callable[[], Any]) -> None:
+        def register(query_function: Callable[[], Any]) -> None:
             self.datasets[arguments["name"]] = (kind, arguments)
+            if query_function in self.pending_expectations:
+                self.expectations[arguments["name"]] = self.pending_expectations.pop(query_function)
 
         return register
 
@@ -66,11 +76,32 @@ class RecordingPipelines:
         self.flows.append(arguments)
 
 
+@dataclass
+class DatabricksPipelines(RecordingPipelines):
+    """Databricks' ``pyspark.pipelines``: also has the expectation decorators (only ``expect_all``
+    may be used: silver's expectations warn, never drop or fail)."""
+
+    def expect_all(self, expectations: dict[str, str]) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+        def decorate(query_function: Callable[[], Any]) -> Callable[[], Any]:
+            self.pending_expectations.setdefault(query_function, []).append(expectations)
+            return query_function
+
+        return decorate
+
+    def _refuse(self, *_arguments: Any) -> None:
+        raise AssertionError("silver's expectations warn only: quarantine already holds bad records")
+
+    expect = expect_or_drop = expect_or_fail = expect_all_or_drop = expect_all_or_fail = _refuse
+
+
 def declarations(
-    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, settings: PipelineSettings
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: PipelineSettings,
+    engine: RecordingPipelines | None = None,
 ) -> RecordingPipelines:
     """Run silver.py and gold.py with ``settings`` as the pipeline configuration."""
-    engine = RecordingPipelines()
+    engine = engine if engine is not None else RecordingPipelines()
     monkeypatch.setattr(pyspark, "pipelines", engine, raising=False)
     monkeypatch.setitem(sys.modules, "pyspark.pipelines", engine)
     conf = settings.to_conf()
@@ -138,3 +169,29 @@ def test_every_stored_dataset_is_a_documented_table(
                 specs[name].comment,
                 specs[name].schema_ddl,
             )
+
+
+def test_on_databricks_every_silver_table_declares_its_warn_only_expectations(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = declarations(
+        spark,
+        monkeypatch,
+        _settings(table_clustering="liquid", gold_incremental="auto_cdc"),
+        DatabricksPipelines(),
+    )
+    assert set(engine.expectations) == set(SILVER_EXPECTATIONS), "silver tables only, all of them"
+    assert set(engine.expectations) <= set(engine.datasets)
+    for name, applied in engine.expectations.items():
+        assert applied == [dict(SILVER_EXPECTATIONS[name])], name
+        assert engine.datasets[name][0] == "table", name
+    assert engine.pending_expectations == {}, "an expect_all on a function no dataset took"
+
+
+def test_with_the_open_source_engine_silver_declares_no_expectations(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = declarations(spark, monkeypatch, _settings())
+    assert not hasattr(engine, "expect_all")
+    assert engine.expectations == {}
+    assert set(SILVER_EXPECTATIONS) <= set(engine.datasets), "the same silver tables, without expectations"

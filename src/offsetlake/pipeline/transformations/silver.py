@@ -4,7 +4,8 @@ Decoding is Spark-native (offsetlake.pipeline.decode, no per-row Python UDF) and
 bronze record: one streaming flow per input writes its ``decoded_*`` table, and the silver table
 and quarantine are streaming tables filtered from it on ``decode_error``
 (offsetlake.pipeline.decode_once), so every bronze record lands in exactly one of the two and
-nothing is dropped or fails the update.
+nothing is dropped or fails the update. On Databricks each silver table also declares warn-only
+expectations (offsetlake.pipeline.expectations): counted in the event log, never dropping a row.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsetlake.pipeline import decode_once
 from offsetlake.pipeline.decode_once import DecodedInput, decode_result, quarantine_rows, silver_rows
+from offsetlake.pipeline.expectations import expect_all
 from offsetlake.pipeline.sources import pipeline_settings
 from offsetlake.pipeline.tables import BRONZE_GROUP_OFFSETS, QUARANTINE, SILVER_GROUP_OFFSETS
 
@@ -35,6 +37,7 @@ def _declare_decoded_and_silver(source: DecodedInput) -> None:
         return decode_result(spark.readStream.table(source.bronze.name), source)
 
     @dp.table(name=silver.name, comment=silver.comment, schema=silver.schema_ddl)
+    @expect_all(dp, silver.name)
     def silver_table() -> DataFrame:
         return silver_rows(spark.readStream.table(decoded.name), source)
 
@@ -49,6 +52,7 @@ for _input in INPUTS:
     schema=SILVER_GROUP_OFFSETS.schema_ddl,
     cluster_by=settings.apply_cluster_by,
 )
+@expect_all(dp, SILVER_GROUP_OFFSETS.name)
 def silver_group_offsets() -> DataFrame:
     """Typed already by the data source; partitions without a commit never reach bronze."""
     return spark.readStream.table(BRONZE_GROUP_OFFSETS.name).select(*SILVER_GROUP_OFFSETS.column_names)

@@ -1,0 +1,134 @@
+"""Data-quality expectations of the silver tables: declared once, as data, warn-only.
+
+Silver holds only records that decoded and passed the meaning checks (codecs/semantics.py); the
+others are in quarantine with their reason. So every row of a silver table should satisfy the
+invariants below, and on Databricks they are declared as expectations (``dp.expect_all``), whose
+passed and failed record counts a Databricks engineer reads in the pipeline event log's
+data-quality metrics (``details:flow_progress.data_quality.expectations``,
+sql/event_log/pipeline_expectations.sql). A failed record there means a decoder let through what
+it should have quarantined, or the data source broke its contract.
+
+They only warn: ``expect_all``, never ``expect_all_or_drop`` or ``expect_all_or_fail``. Quarantine
+already holds the bad records, and silver must not lose or change a row, nor stop an update
+during a failover.
+
+The open-source pipelines engine (pyspark 4.2) has no expectations API: there ``expect_all`` below
+is the identity, silently. Constraints are NULL-safe (``x IS NOT NULL AND x >= 0``), so each
+evaluates to true or false for every record, as the expectations reference asks.
+https://docs.databricks.com/gcp/dlt-ref/dlt-python-ref-expectations
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, TypeVar
+
+from offsetlake.pipeline.tables import (
+    SILVER_CHECKPOINTS,
+    SILVER_CONNECT_OFFSETS,
+    SILVER_GROUP_OFFSETS,
+    SILVER_MAPPINGS,
+    SILVER_OFFSET_SYNCS,
+)
+
+_KAFKA_COORDINATES: Final = {
+    "kafka_coordinates_known": (
+        "kafka_topic IS NOT NULL AND kafka_partition IS NOT NULL AND kafka_partition >= 0 "
+        "AND kafka_offset IS NOT NULL AND kafka_offset >= 0"
+    ),
+    "ingested_at_known": "ingested_at IS NOT NULL",
+}
+
+SILVER_EXPECTATIONS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
+    {
+        SILVER_CHECKPOINTS.name: MappingProxyType(
+            {
+                "source_cluster_not_empty": "source_cluster IS NOT NULL AND source_cluster <> ''",
+                "consumer_group_not_empty": "consumer_group IS NOT NULL AND consumer_group <> ''",
+                "topic_not_empty": "topic IS NOT NULL AND topic <> ''",
+                "partition_non_negative": "`partition` IS NOT NULL AND `partition` >= 0",
+                "upstream_offset_non_negative": "upstream_offset IS NOT NULL AND upstream_offset >= 0",
+                "downstream_offset_non_negative": "downstream_offset IS NOT NULL AND downstream_offset >= 0",
+                "checkpoint_timestamp_known": "checkpoint_timestamp IS NOT NULL",
+                **_KAFKA_COORDINATES,
+            }
+        ),
+        SILVER_OFFSET_SYNCS.name: MappingProxyType(
+            {
+                "source_cluster_not_empty": "source_cluster IS NOT NULL AND source_cluster <> ''",
+                "topic_not_empty": "topic IS NOT NULL AND topic <> ''",
+                "partition_non_negative": "`partition` IS NOT NULL AND `partition` >= 0",
+                "upstream_offset_non_negative": "upstream_offset IS NOT NULL AND upstream_offset >= 0",
+                "downstream_offset_non_negative": "downstream_offset IS NOT NULL AND downstream_offset >= 0",
+                "sync_timestamp_known": "sync_timestamp IS NOT NULL",
+                **_KAFKA_COORDINATES,
+            }
+        ),
+        SILVER_MAPPINGS.name: MappingProxyType(
+            {
+                "source_topic_not_empty": "source_topic IS NOT NULL AND source_topic <> ''",
+                "source_partition_non_negative": "source_partition IS NOT NULL AND source_partition >= 0",
+                "source_offset_non_negative": "source_offset IS NOT NULL AND source_offset >= 0",
+                "target_topic_not_empty": "target_topic IS NOT NULL AND target_topic <> ''",
+                "target_partition_non_negative": "target_partition IS NOT NULL AND target_partition >= 0",
+                "target_offset_non_negative": "target_offset IS NOT NULL AND target_offset >= 0",
+                **_KAFKA_COORDINATES,
+            }
+        ),
+        SILVER_CONNECT_OFFSETS.name: MappingProxyType(
+            {
+                "connector_not_empty": "connector IS NOT NULL AND connector <> ''",
+                "source_partition_known": "source_partition IS NOT NULL",
+                # A tombstone (reset) is exactly a record without a stored source offset.
+                "tombstone_iff_no_source_offset": (
+                    "tombstone IS NOT NULL AND tombstone = (source_offset IS NULL)"
+                ),
+                # MirrorSourceConnector keys give cluster, topic and partition together, or none.
+                "mirror_source_partition_complete": (
+                    "(source_cluster IS NULL) = (topic IS NULL) AND (topic IS NULL) = (`partition` IS NULL)"
+                ),
+                "partition_non_negative": "`partition` IS NULL OR `partition` >= 0",
+                "upstream_offset_non_negative": "upstream_offset IS NULL OR upstream_offset >= 0",
+                **_KAFKA_COORDINATES,
+            }
+        ),
+        SILVER_GROUP_OFFSETS.name: MappingProxyType(
+            {
+                "source_cluster_not_empty": "source_cluster IS NOT NULL AND source_cluster <> ''",
+                "consumer_group_not_empty": "consumer_group IS NOT NULL AND consumer_group <> ''",
+                "topic_not_empty": "topic IS NOT NULL AND topic <> ''",
+                "partition_non_negative": "`partition` IS NOT NULL AND `partition` >= 0",
+                # Partitions without a commit never reach bronze (kafka/group_offsets.py).
+                "committed_offset_non_negative": "committed_offset IS NOT NULL AND committed_offset >= 0",
+                "snapshot_time_known": "snapshot_time IS NOT NULL",
+                "ingested_at_known": "ingested_at IS NOT NULL",
+            }
+        ),
+    }
+)
+"""Silver table name -> {expectation name: Spark SQL boolean constraint over its columns}."""
+
+QueryFunction = TypeVar("QueryFunction", bound=Callable[..., Any])
+
+
+def expect_all(engine: Any, table: str) -> Callable[[QueryFunction], QueryFunction]:
+    """``engine.expect_all`` with ``table``'s expectations, or the identity when the engine has none.
+
+    ``engine`` is the pipelines module the transformation file imported (``from pyspark import
+    pipelines as dp``). Place the decorator under ``@dp.table(...)``, as the reference shows::
+
+        @dp.table(name=SILVER_CHECKPOINTS.name, ...)
+        @expect_all(dp, SILVER_CHECKPOINTS.name)
+        def silver_checkpoints() -> DataFrame: ...
+    """
+    expectations = SILVER_EXPECTATIONS[table]
+    engine_expect_all = getattr(engine, "expect_all", None)
+    if engine_expect_all is None:
+        return _identity
+    decorator: Callable[[QueryFunction], QueryFunction] = engine_expect_all(dict(expectations))
+    return decorator
+
+
+def _identity(query_function: QueryFunction) -> QueryFunction:
+    return query_function
