@@ -278,7 +278,9 @@ def test_failover_fails_the_run_when_its_refresh_failed_but_apply_ran() -> None:
     assert report["run_if"] == "AT_LEAST_ONE_FAILED"
     assert {d["task_key"] for d in report["depends_on"]} == {"refresh_pipeline", "apply_offsets"}
     parameters = report["python_wheel_task"]["parameters"]
-    assert parameters[0] == "job-report" and "{{job.run_id}}" in parameters
+    assert parameters == ["job-report", "--run-id={{job.run_id}}", "--task-key=report_outcome"]
+    parsed = build_parser().parse_args([p.replace("{{job.run_id}}", "123") for p in parameters])
+    assert (parsed.command, str(parsed.run_id), parsed.task_key) == ("job-report", "123", "report_outcome")
 
 
 # --- docs/deploy.md works as written ------------------------------------------------------------------
