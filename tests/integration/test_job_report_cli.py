@@ -9,24 +9,21 @@ shaped like the real API's: tasks with ``task_key``, ``state`` (``life_cycle_sta
 from __future__ import annotations
 
 import io
-import json
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
+from tests.loopback_api import JsonApiHandler, serving
 
 RUN_ID = 7730125
 REFRESH_MESSAGE = (
@@ -121,38 +118,19 @@ def jobs_api() -> Iterator[JobsApi]:
     runs: dict[int, dict[str, Any]] = {}
     seen: list[tuple[str, dict[str, str], str]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            url = urlsplit(self.path)
-            query = {name: values[0] for name, values in parse_qs(url.query).items()}
-            seen.append((url.path, query, self.headers.get("Authorization", "")))
-            if url.path != "/api/2.2/jobs/runs/get":
+    class Handler(JsonApiHandler):
+        def answer(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
+            seen.append((path, query, self.headers.get("Authorization", "")))
+            if path != "/api/2.2/jobs/runs/get":
                 # e.g. the SDK's /.well-known/databricks-config probe: not a Databricks host
-                self._send(404, {"error_code": "ENDPOINT_NOT_FOUND", "message": "no such endpoint"})
-            elif int(query["run_id"]) in runs:
-                self._send(200, runs[int(query["run_id"])])
-            else:
-                message = f"Run {query['run_id']} does not exist."
-                self._send(400, {"error_code": "INVALID_PARAMETER_VALUE", "message": message})
+                return 404, {"error_code": "ENDPOINT_NOT_FOUND", "message": "no such endpoint"}
+            if int(query["run_id"]) in runs:
+                return 200, runs[int(query["run_id"])]
+            message = f"Run {query['run_id']} does not exist."
+            return 400, {"error_code": "INVALID_PARAMETER_VALUE", "message": message}
 
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *_args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield JobsApi(f"http://127.0.0.1:{server.server_address[1]}", runs, seen)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield JobsApi(url, runs, seen)
 
 
 def databricks_env(host: str, tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import base64
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from typing import Any
 
 import pytest
 
@@ -16,6 +13,7 @@ from offsetlake.secrets import (
     kafka_options_from_scope,
     target_client_config,
 )
+from tests.loopback_api import JsonApiHandler, serving
 
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="svc" password="pw-1";'
 
@@ -67,41 +65,24 @@ def test_scrubber_masks_secret_names_at_any_length_and_long_settings() -> None:
     assert SecretScrubber().scrub(text) == text
 
 
-class _SecretsApi(BaseHTTPRequestHandler):
+class _SecretsApi(JsonApiHandler):
     """The two Secrets API endpoints dbutils.secrets calls, on loopback (values base64, as the API
     returns them)."""
 
-    def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        query = {name: values[0] for name, values in parse_qs(url.query).items()}
-        if url.path == "/api/2.0/secrets/list":
-            body = {"secrets": [{"key": "kafka.sasl.password"}, {"key": "note"}]}
-        elif url.path == "/api/2.0/secrets/get":
+    def answer(self, path: str, query: dict[str, str]) -> tuple[int, Any]:
+        if path == "/api/2.0/secrets/list":
+            return 200, {"secrets": [{"key": "kafka.sasl.password"}, {"key": "note"}]}
+        if path == "/api/2.0/secrets/get":
             value = f"{query['scope']}/{query['key']}-é".encode()
-            body = {"key": query["key"], "value": base64.b64encode(value).decode()}
-        else:
-            self.send_error(404)
-            return
-        payload = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *_args: object) -> None:
-        pass
+            return 200, {"key": query["key"], "value": base64.b64encode(value).decode()}
+        return 404, {"error_code": "ENDPOINT_NOT_FOUND", "message": "no such endpoint"}
 
 
 def test_databricks_secrets_come_through_dbutils_and_are_decoded() -> None:
     from databricks.sdk import WorkspaceClient
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _SecretsApi)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        client = WorkspaceClient(host=f"http://127.0.0.1:{server.server_address[1]}", token="test-token")
+    with serving(_SecretsApi) as url:
+        client = WorkspaceClient(host=url, token="test-token")
         secrets = DatabricksSecrets(client)
         assert secrets.list_keys("s") == ["kafka.sasl.password", "note"]
         assert secrets.get("s", "kafka.sasl.password") == "s/kafka.sasl.password-é"
-    finally:
-        server.shutdown()
