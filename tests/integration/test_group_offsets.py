@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
+from offsetlake.kafka import spark_source
 from offsetlake.kafka.group_offsets import GroupOffset, select_groups, snapshot_group_offsets
-from offsetlake.kafka.spark_source import GROUP_OFFSETS_SCHEMA, register_data_sources
+from offsetlake.kafka.spark_source import (
+    GROUP_OFFSETS_SCHEMA,
+    GroupOffsetsBatchReader,
+    GroupSnapshotOptions,
+    register_data_sources,
+)
 from tests.kafka_helpers import ClustersUnderTest, commit_offsets, create_topic
 
 if TYPE_CHECKING:
@@ -69,6 +76,32 @@ def test_no_matching_group_gives_an_empty_snapshot(
         snapshot_group_offsets({"bootstrap.servers": source_bootstrap}, unique_name("none") + ".*", None, 30)
         == []
     )
+
+
+@pytest.mark.kafka
+def test_the_snapshot_is_taken_when_planned_and_read_without_a_connection(
+    source_bootstrap: str, two_groups: tuple[str, str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """partitions() (the driver) asks the cluster; read() (an executor's Python worker, which on
+    serverless may not reach the network) only decodes the rows the partition carries."""
+    prefix, kept, _, topic = two_groups
+    options = GroupSnapshotOptions.parse(
+        {"kafka.bootstrap.servers": source_bootstrap, "groups.include": f"{prefix}-.*",
+         "groups.exclude": f"{prefix}-audit"}
+    )  # fmt: skip
+    (partition,) = GroupOffsetsBatchReader(options).partitions()
+    shipped = pickle.loads(pickle.dumps(partition))  # as Spark sends it to the executor
+
+    def no_connection(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("read() opened a Kafka connection")
+
+    monkeypatch.setattr(spark_source, "snapshot_group_offsets", no_connection)
+    monkeypatch.setattr(spark_source.kafka_admin, "probe_cluster", no_connection)
+    rows = [row for batch in GroupOffsetsBatchReader(options).read(shipped) for row in batch.to_pylist()]
+    assert sorted((r["consumer_group"], r["topic"], r["partition"], r["committed_offset"]) for r in rows) == [
+        (kept, topic, 0, 5),
+        (kept, topic, 2, 9),
+    ]
 
 
 @pytest.mark.spark

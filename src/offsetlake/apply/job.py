@@ -16,7 +16,6 @@ SIGTERM during the alters still records a result for every planned row, then rai
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections import Counter
@@ -50,6 +49,7 @@ from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets
 from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
 from offsetlake.pipeline.local_spark import LOCAL_SCHEMA
 from offsetlake.pipeline.precedence import METHODS
+from offsetlake.runtime_session import get_spark
 from offsetlake.secrets import (
     DatabricksSecrets,
     SecretScrubber,
@@ -173,14 +173,9 @@ def _target_config(request: ApplyRequest, secret_options: dict[str, str]) -> dic
 
 
 def _spark() -> SparkSession:
-    """The Databricks runtime's session on a job cluster, the shared local one elsewhere."""
-    if os.environ.get("DATABRICKS_RUNTIME_VERSION"):
-        from pyspark.sql import SparkSession
-
-        return SparkSession.builder.getOrCreate()
-    from offsetlake.pipeline.local_spark import get_local_spark
-
-    return get_local_spark()
+    """The Databricks runtime's session on Databricks (job cluster or serverless; never a local
+    JVM there), the shared local one elsewhere: offsetlake.runtime_session.get_spark."""
+    return get_spark()
 
 
 def _run(

@@ -430,26 +430,44 @@ class GroupSnapshotOptions:
             skip_unreachable=_parse_on_unreachable(lowered),
         )
 
-    def snapshot_batch(self) -> Iterator[pa.RecordBatch]:
-        """One Arrow batch holding a fresh snapshot (nothing when no group has offsets)."""
+    def snapshot_partition(self) -> SnapshotPartition:
+        """A fresh snapshot, taken here (the driver), carried to the executor as Arrow IPC bytes.
+
+        Executor-side ``read()`` runs in a Python worker like a UDF, and Databricks documents that
+        UDFs on serverless compute cannot reach the internet and says nothing of data sources; the
+        driver can reach the clusters the pipeline reads. So no source-cluster connection is opened
+        in ``read()``: the rows travel in the partition (as ``offsetlake_log_offsets`` does).
+        """
         rows = snapshot_group_offsets(self.client_config, self.include, self.exclude, self.timeout_s)
-        if not rows:
-            return
         columns = {field.name: [getattr(row, field.name) for row in rows] for field in GROUP_OFFSETS_SCHEMA}
-        yield pa.RecordBatch.from_pydict(columns, schema=GROUP_OFFSETS_ARROW_SCHEMA)
+        batch = pa.RecordBatch.from_pydict(columns, schema=GROUP_OFFSETS_ARROW_SCHEMA)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, GROUP_OFFSETS_ARROW_SCHEMA) as writer:
+            writer.write_batch(batch)
+        return SnapshotPartition(sink.getvalue().to_pybytes(), batch.num_rows)
 
 
 @dataclass(frozen=True)
 class SnapshotPartition(InputPartition):
-    snapshot_ms: int
+    arrow_ipc: bytes = field(repr=False)
+    rows: int
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The snapshot's rows (nothing when no group had offsets)."""
+        if self.rows:
+            yield from pa.ipc.open_stream(self.arrow_ipc)
 
 
 class GroupOffsetsBatchReader(DataSourceReader):
     def __init__(self, options: GroupSnapshotOptions) -> None:
         self.options = options
 
+    def partitions(self) -> list[InputPartition]:
+        return [self.options.snapshot_partition()]
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return self.options.snapshot_batch()
+        assert isinstance(partition, SnapshotPartition)
+        return partition.batches()
 
 
 class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -495,12 +513,14 @@ class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return probe.reachable
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        """The snapshot is taken here, on the driver (see GroupSnapshotOptions.snapshot_partition)."""
         if end["snapshot_ms"] <= start["snapshot_ms"] or self._unreachable:
             return []
-        return [SnapshotPartition(end["snapshot_ms"])]
+        return [self.options.snapshot_partition()]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return self.options.snapshot_batch()
+        assert isinstance(partition, SnapshotPartition)
+        return partition.batches()
 
 
 class GroupOffsetsDataSource(DataSource):

@@ -1,0 +1,149 @@
+"""Which Spark session a job task takes: the Databricks runtime's on Databricks, never a local JVM
+there; the local one elsewhere. No Spark: the runtime is a fake ``databricks.sdk.runtime``."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from offsetlake import runtime_session
+from offsetlake.apply import job
+from offsetlake.errors import ExternalError, OffsetlakeError
+from offsetlake.pipeline import local_spark
+
+ENV_VARS = ("DATABRICKS_RUNTIME_VERSION", "PYSPARK_GATEWAY_PORT", "SPARK_REMOTE")
+
+
+class FakeSession:
+    """Stands in for the runtime's SparkSession."""
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delitem(sys.modules, runtime_session.RUNTIME_MODULE, raising=False)
+    # No PySpark session of the test process may answer for the runtime.
+    monkeypatch.setattr(runtime_session, "_active_session", lambda: None)
+
+
+def _fake_runtime(monkeypatch: pytest.MonkeyPatch, *, spark: object | None, local: bool) -> types.ModuleType:
+    module = types.ModuleType(runtime_session.RUNTIME_MODULE)
+    module.spark = spark  # type: ignore[attr-defined]
+    module.is_local_implementation = local  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, runtime_session.RUNTIME_MODULE, module)
+    return module
+
+
+def _local_spark_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("get_local_spark called on Databricks")
+
+    monkeypatch.setattr(local_spark, "get_local_spark", refuse)
+
+
+def _local_spark_marker(monkeypatch: pytest.MonkeyPatch) -> object:
+    marker = object()
+    monkeypatch.setattr(local_spark, "get_local_spark", lambda *args, **kwargs: marker)
+    return marker
+
+
+@pytest.mark.parametrize("version", ["17.3", "client.4.9"])
+def test_on_databricks_the_runtime_session_is_returned(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    """A job cluster (17.3) or serverless (client.*): databricks.sdk.runtime.spark, no local JVM."""
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", version)
+    session = FakeSession()
+    # The SDK falls back to its "local" implementation on Spark Connect runtimes; the env var wins.
+    _fake_runtime(monkeypatch, spark=session, local=True)
+    _local_spark_forbidden(monkeypatch)
+
+    assert runtime_session.on_databricks()
+    assert runtime_session.get_spark() is session
+    assert job._spark() is session
+
+
+def test_runtime_reporting_a_non_local_implementation_is_databricks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the env var, databricks.sdk.runtime's own verdict decides."""
+    session = FakeSession()
+    _fake_runtime(monkeypatch, spark=session, local=False)
+    _local_spark_forbidden(monkeypatch)
+
+    assert runtime_session.on_databricks()
+    assert job._spark() is session
+
+
+def test_off_databricks_the_local_session_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_runtime(monkeypatch, spark=None, local=True)
+    marker = _local_spark_marker(monkeypatch)
+
+    assert not runtime_session.on_databricks()
+    assert job._spark() is marker
+
+
+def test_off_databricks_the_sdk_runtime_is_not_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its import tries to authenticate a workspace client: not done without the runtime."""
+    monkeypatch.setattr(runtime_session, "find_spec", lambda name: None)
+
+    def no_import(name: str) -> None:
+        raise AssertionError(f"imported {name}")
+
+    monkeypatch.setattr(runtime_session, "import_module", no_import)
+    marker = _local_spark_marker(monkeypatch)
+
+    assert not runtime_session.on_databricks({})
+    assert runtime_session.get_spark({}) is marker
+    assert runtime_session.RUNTIME_MODULE not in sys.modules
+
+
+def test_on_databricks_without_a_session_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "client.4.9")
+    _fake_runtime(monkeypatch, spark=None, local=True)
+    _local_spark_forbidden(monkeypatch)
+
+    with pytest.raises(runtime_session.NoDatabricksSessionError) as raised:
+        job._spark()
+
+    assert isinstance(raised.value, ExternalError)
+    assert isinstance(raised.value, OffsetlakeError)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "DATABRICKS_RUNTIME_VERSION=client.4.9" in message
+    assert "a local Spark is never started on Databricks" in message
+
+
+def test_on_databricks_an_unimportable_sdk_runtime_is_the_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "17.3")
+    monkeypatch.setattr(runtime_session, "find_spec", lambda name: None)
+
+    def failing_import(name: str) -> None:
+        raise ValueError("default auth: cannot configure default credentials")
+
+    monkeypatch.setattr(runtime_session, "import_module", failing_import)
+    _local_spark_forbidden(monkeypatch)
+
+    with pytest.raises(runtime_session.NoDatabricksSessionError, match="no Spark session"):
+        runtime_session.get_spark()
+
+
+def test_on_databricks_the_runtime_jvm_is_attached_to_only_when_handed_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A classic driver without databricks.sdk.runtime.spark: builder.getOrCreate() attaches to
+    the runtime's JVM (PYSPARK_GATEWAY_PORT), it is not called without one."""
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "17.3")
+    _fake_runtime(monkeypatch, spark=None, local=False)
+    _local_spark_forbidden(monkeypatch)
+    session = FakeSession()
+    monkeypatch.setattr(runtime_session, "_attached_session", lambda: session)
+
+    with pytest.raises(runtime_session.NoDatabricksSessionError):
+        runtime_session.get_spark()
+
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "41234")
+    assert runtime_session.get_spark() is session
