@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from offsetlake.apply.audit import AUDIT_COLUMNS, AUDIT_TABLE
 from offsetlake.pipeline.tables import LATEST_OFFSETS
-from tests.bundle_resolver import REPO_ROOT
+from tests.bundle_resolver import REPO_ROOT, load_configuration
 
 pytestmark = pytest.mark.spark
 
@@ -64,32 +64,42 @@ def fires(rows: list[dict[str, Any]], evaluation: dict[str, Any], threshold: flo
     return row[evaluation["source"]["name"]] > threshold
 
 
+def threshold(variable: str) -> float:
+    """The alert's threshold as deployed by default (databricks.yml), checked to be what it names."""
+    return float(load_configuration()["variables"][variable]["default"])
+
+
+ALERT_CASES = {
+    # alert: (table writer, threshold variable, the age it reports, {case: (row ages in s, fires)})
+    "offsetlake_stale_translations": (
+        latest_offsets,
+        "stale_after_seconds",
+        max,  # the oldest translation
+        {"empty": ([], True), "one-partition-stale": ([30, 7200], True), "fresh": ([30, 60], False)},
+    ),
+    "offsetlake_sync_stalled": (
+        apply_audit,
+        "sync_stalled_after_seconds",
+        min,  # since the newest audited run
+        {"never-audited": ([], True), "stalled": ([4000, 2000], True), "recent-run": ([4000, 100], False)},
+    ),
+}
+
+
 @pytest.mark.parametrize(
-    ("ages_seconds", "expected"),
-    [([], True), ([30, 7200], True), ([30, 60], False)],
-    ids=["empty", "one-partition-stale", "fresh"],
+    ("alert", "case"),
+    [(alert, case) for alert, (*_, cases) in ALERT_CASES.items() for case in cases],
 )
-def test_stale_translation_alert(
-    spark: SparkSession, database: str, ages_seconds: list[int], expected: bool
+def test_alert_fires_on_stale_or_missing_rows(
+    spark: SparkSession, database: str, alert: str, case: str
 ) -> None:
+    write, variable, reported, cases = ALERT_CASES[alert]
+    ages_seconds, expected = cases[case]
+    assert f"${{var.{variable}}}" == ALERTS[alert]["evaluation"]["threshold"]["value"]["double_value"]
     now = datetime.now(UTC)
-    latest_offsets(spark, database, [now - timedelta(seconds=age) for age in ages_seconds])
-    rows, evaluation = evaluate(spark, "offsetlake_stale_translations", database)
-    assert fires(rows, evaluation, threshold=3600) is expected, rows
+    write(spark, database, [now - timedelta(seconds=age) for age in ages_seconds])
+    rows, evaluation = evaluate(spark, alert, database)
+    assert fires(rows, evaluation, threshold(variable)) is expected, rows
     if ages_seconds:
-        (row,) = rows
-        assert max(ages_seconds) <= row["oldest_age_seconds"] <= max(ages_seconds) + 60
-
-
-@pytest.mark.parametrize(
-    ("ages_seconds", "expected"),
-    [([], True), ([4000, 2000], True), ([4000, 100], False)],
-    ids=["never-audited", "stalled", "recent-run"],
-)
-def test_sync_stalled_alert(
-    spark: SparkSession, database: str, ages_seconds: list[int], expected: bool
-) -> None:
-    now = datetime.now(UTC)
-    apply_audit(spark, database, [now - timedelta(seconds=age) for age in ages_seconds])
-    rows, evaluation = evaluate(spark, "offsetlake_sync_stalled", database)
-    assert fires(rows, evaluation, threshold=1800) is expected, rows
+        ((age,),) = (row.values() for row in rows)
+        assert reported(ages_seconds) <= age <= reported(ages_seconds) + 60
