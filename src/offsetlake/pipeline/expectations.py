@@ -32,54 +32,62 @@ from offsetlake.pipeline.tables import (
     SILVER_OFFSET_SYNCS,
 )
 
+
+def _quoted(column: str) -> str:
+    return f"`{column}`" if column == "partition" else column
+
+
+def _not_empty(*columns: str) -> dict[str, str]:
+    return {f"{c}_not_empty": f"{c} IS NOT NULL AND {c} <> ''" for c in columns}
+
+
+def _non_negative(*columns: str) -> dict[str, str]:
+    return {f"{c}_non_negative": f"{_quoted(c)} IS NOT NULL AND {_quoted(c)} >= 0" for c in columns}
+
+
+def _known(*columns: str) -> dict[str, str]:
+    return {f"{c}_known": f"{c} IS NOT NULL" for c in columns}
+
+
 _KAFKA_COORDINATES: Final = {
     "kafka_coordinates_known": (
         "kafka_topic IS NOT NULL AND kafka_partition IS NOT NULL AND kafka_partition >= 0 "
         "AND kafka_offset IS NOT NULL AND kafka_offset >= 0"
     ),
-    "ingested_at_known": "ingested_at IS NOT NULL",
+    **_known("ingested_at"),
 }
 
 SILVER_EXPECTATIONS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
     {
         SILVER_CHECKPOINTS.name: MappingProxyType(
             {
-                "source_cluster_not_empty": "source_cluster IS NOT NULL AND source_cluster <> ''",
-                "consumer_group_not_empty": "consumer_group IS NOT NULL AND consumer_group <> ''",
-                "topic_not_empty": "topic IS NOT NULL AND topic <> ''",
-                "partition_non_negative": "`partition` IS NOT NULL AND `partition` >= 0",
-                "upstream_offset_non_negative": "upstream_offset IS NOT NULL AND upstream_offset >= 0",
-                "downstream_offset_non_negative": "downstream_offset IS NOT NULL AND downstream_offset >= 0",
-                "checkpoint_timestamp_known": "checkpoint_timestamp IS NOT NULL",
+                **_not_empty("source_cluster", "consumer_group", "topic"),
+                **_non_negative("partition", "upstream_offset", "downstream_offset"),
+                **_known("checkpoint_timestamp"),
                 **_KAFKA_COORDINATES,
             }
         ),
         SILVER_OFFSET_SYNCS.name: MappingProxyType(
             {
-                "source_cluster_not_empty": "source_cluster IS NOT NULL AND source_cluster <> ''",
-                "topic_not_empty": "topic IS NOT NULL AND topic <> ''",
-                "partition_non_negative": "`partition` IS NOT NULL AND `partition` >= 0",
-                "upstream_offset_non_negative": "upstream_offset IS NOT NULL AND upstream_offset >= 0",
-                "downstream_offset_non_negative": "downstream_offset IS NOT NULL AND downstream_offset >= 0",
-                "sync_timestamp_known": "sync_timestamp IS NOT NULL",
+                **_not_empty("source_cluster", "topic"),
+                **_non_negative("partition", "upstream_offset", "downstream_offset"),
+                **_known("sync_timestamp"),
                 **_KAFKA_COORDINATES,
             }
         ),
         SILVER_MAPPINGS.name: MappingProxyType(
             {
-                "source_topic_not_empty": "source_topic IS NOT NULL AND source_topic <> ''",
-                "source_partition_non_negative": "source_partition IS NOT NULL AND source_partition >= 0",
-                "source_offset_non_negative": "source_offset IS NOT NULL AND source_offset >= 0",
-                "target_topic_not_empty": "target_topic IS NOT NULL AND target_topic <> ''",
-                "target_partition_non_negative": "target_partition IS NOT NULL AND target_partition >= 0",
-                "target_offset_non_negative": "target_offset IS NOT NULL AND target_offset >= 0",
+                **_not_empty("source_topic"),
+                **_non_negative("source_partition", "source_offset"),
+                **_not_empty("target_topic"),
+                **_non_negative("target_partition", "target_offset"),
                 **_KAFKA_COORDINATES,
             }
         ),
         SILVER_CONNECT_OFFSETS.name: MappingProxyType(
             {
-                "connector_not_empty": "connector IS NOT NULL AND connector <> ''",
-                "source_partition_known": "source_partition IS NOT NULL",
+                **_not_empty("connector"),
+                **_known("source_partition"),
                 # A tombstone (reset) is exactly a record without a stored source offset.
                 "tombstone_iff_no_source_offset": (
                     "tombstone IS NOT NULL AND tombstone = (source_offset IS NULL)"
@@ -88,6 +96,7 @@ SILVER_EXPECTATIONS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
                 "mirror_source_partition_complete": (
                     "(source_cluster IS NULL) = (topic IS NULL) AND (topic IS NULL) = (`partition` IS NULL)"
                 ),
+                # Absent for other connectors' keys and for resets: non-negative when present.
                 "partition_non_negative": "`partition` IS NULL OR `partition` >= 0",
                 "upstream_offset_non_negative": "upstream_offset IS NULL OR upstream_offset >= 0",
                 **_KAFKA_COORDINATES,
@@ -95,14 +104,10 @@ SILVER_EXPECTATIONS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
         ),
         SILVER_GROUP_OFFSETS.name: MappingProxyType(
             {
-                "source_cluster_not_empty": "source_cluster IS NOT NULL AND source_cluster <> ''",
-                "consumer_group_not_empty": "consumer_group IS NOT NULL AND consumer_group <> ''",
-                "topic_not_empty": "topic IS NOT NULL AND topic <> ''",
-                "partition_non_negative": "`partition` IS NOT NULL AND `partition` >= 0",
+                **_not_empty("source_cluster", "consumer_group", "topic"),
                 # Partitions without a commit never reach bronze (kafka/group_offsets.py).
-                "committed_offset_non_negative": "committed_offset IS NOT NULL AND committed_offset >= 0",
-                "snapshot_time_known": "snapshot_time IS NOT NULL",
-                "ingested_at_known": "ingested_at IS NOT NULL",
+                **_non_negative("partition", "committed_offset"),
+                **_known("snapshot_time", "ingested_at"),
             }
         ),
     }
