@@ -7,15 +7,19 @@ the run when the apply after it succeeded.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
 from databricks.sdk.service.jobs import RunTask
 
 from offsetlake.jobs.run_report import (
+    JobsApiError,
     RunReport,
     TaskOutcome,
     latest_attempts,
+    read_run_tasks,
     report_run,
     task_outcome,
 )
@@ -197,3 +201,27 @@ def test_only_the_latest_attempt_of_a_retried_task_counts() -> None:
         ("refresh_pipeline", None),
     ]
     assert latest_attempts([retry, first])[0].attempt_number == 1
+
+
+def test_a_client_that_never_answers_is_cut_at_the_timeout() -> None:
+    released = threading.Event()
+
+    def hanging_client(_http_timeout_s: float, _retry_timeout_s: int) -> Any:
+        released.wait(30)  # a host that accepts and never answers
+        raise AssertionError("not reached within the test")
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(JobsApiError, match=r"did not answer within 0\.5 s \(reading run 7\)"):
+            read_run_tasks(7, timeout_s=0.5, client_factory=hanging_client)
+        assert time.monotonic() - started < 5
+    finally:
+        released.set()
+
+
+def test_an_error_of_the_client_reaches_the_caller() -> None:
+    def refusing_client(_http_timeout_s: float, _retry_timeout_s: int) -> Any:
+        raise JobsApiError("cannot authenticate to the Databricks workspace: no credentials")
+
+    with pytest.raises(JobsApiError, match="cannot authenticate"):
+        read_run_tasks(7, timeout_s=5, client_factory=refusing_client)

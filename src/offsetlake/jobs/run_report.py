@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -202,24 +204,21 @@ def read_run_tasks(
     http_timeout_s = max(1.0, timeout_s / 6)
     retry_timeout_s = max(1, int(timeout_s / 6))
     factory = client_factory or _workspace_client
-    outcome: list[list[TaskOutcome]] = []
-    failure: list[BaseException] = []
+    answer: Future[list[TaskOutcome]] = Future()
 
     def work() -> None:
         try:
-            outcome.append(_read(run_id, factory(http_timeout_s, retry_timeout_s)))
-        except BaseException as error:
-            failure.append(error)
+            answer.set_result(_read(run_id, factory(http_timeout_s, retry_timeout_s)))
+        except BaseException as error:  # handed to the waiting thread, which raises it
+            answer.set_exception(error)
 
-    worker = threading.Thread(target=work, name="offsetlake-jobs-api", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        # The daemon thread is abandoned: it holds no resource the process needs, and ends with it.
-        raise JobsApiError(f"the Jobs API did not answer within {timeout_s:g} s (reading run {run_id})")
-    if failure:
-        raise failure[0]
-    return outcome[0]
+    # The daemon thread is abandoned on a timeout: it holds nothing the process needs.
+    threading.Thread(target=work, name="offsetlake-jobs-api", daemon=True).start()
+    try:
+        return answer.result(timeout=timeout_s)
+    except FutureTimeoutError:
+        message = f"the Jobs API did not answer within {timeout_s:g} s (reading run {run_id})"
+        raise JobsApiError(message) from None
 
 
 def _workspace_client(http_timeout_s: float, retry_timeout_s: int) -> WorkspaceClient:

@@ -474,7 +474,7 @@ class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     """One new snapshot per micro-batch, so a streaming table keeps the snapshot history.
 
     The offset is just the snapshot's request time in epoch ms; the data is whatever the groups
-    have committed when the micro-batch runs.
+    have committed when the micro-batch is planned (``partitions``, on the driver).
     """
 
     def __init__(self, options: GroupSnapshotOptions) -> None:
