@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from offsetlake.config import HOME_ENV
+from offsetlake.local.home import HOME_ENV
 from offsetlake_dev.local_cluster import running_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 

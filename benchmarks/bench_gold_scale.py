@@ -47,8 +47,8 @@ from bench_pipeline import (
     timed_pipeline_run,
 )
 from offsetlake.codecs.mm2 import OffsetSync, encode_offset_sync
-from offsetlake.config import HOME_ENV
-from offsetlake.pipeline.runner import local_settings
+from offsetlake.local.home import HOME_ENV
+from offsetlake.local.pipeline_run import local_settings
 from offsetlake_dev.local_cluster import running_clusters
 
 TIMEOUT_S: Final = 120.0

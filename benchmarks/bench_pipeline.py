@@ -48,10 +48,10 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from _measure import PeakTreeMemory
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
-from offsetlake.config import HOME_ENV
-from offsetlake.pipeline.runner import PipelineRunResult, local_settings, run_pipeline
+from offsetlake.local.home import HOME_ENV
+from offsetlake.local.pipeline_run import PipelineRunResult, local_settings, run_pipeline
+from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.settings import PipelineSettings
-from offsetlake.replication import ReplicationPolicy
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
 
 INGEST_TARGET_RATIO: Final = 2.0

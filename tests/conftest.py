@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from offsetlake.config import HOME_ENV
+from offsetlake.local.home import HOME_ENV
 from tests.kafka_helpers import ClustersUnderTest
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from offsetlake.processes import descendants
+from offsetlake.local.processes import descendants
 
 
 def command_line(pid: int) -> str:

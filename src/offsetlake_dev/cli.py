@@ -14,10 +14,10 @@ from pathlib import Path
 
 from offsetlake.cli import render
 from offsetlake.cli.main import FORCED_EXIT_AFTER_S
-from offsetlake.clusters import CLUSTERS_FILE
-from offsetlake.config import local_home
 from offsetlake.errors import StopSignalError
-from offsetlake.processes import call_interruptibly, forced_exit_after, terminate_descendants
+from offsetlake.local.clusters import CLUSTERS_FILE
+from offsetlake.local.home import local_home
+from offsetlake.local.processes import call_interruptibly, forced_exit_after, terminate_descendants
 from offsetlake_dev.demo import handle_demo
 from offsetlake_dev.local_cluster import (
     ClusterState,

@@ -36,11 +36,11 @@ from confluent_kafka.admin import AdminClient
 from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import ActiveGroupPolicy
 from offsetlake.cli import render
-from offsetlake.config import HOME_ENV, local_home
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
 from offsetlake.kafka import admin as kafka_admin
-from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
-from offsetlake.pipeline.runner import run_pipeline
+from offsetlake.local.home import HOME_ENV, local_home
+from offsetlake.local.pipeline_run import run_pipeline
+from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator

@@ -28,9 +28,9 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.clusters import CLUSTERS_FILE, START_HINT
-from offsetlake.config import local_home
 from offsetlake.errors import UsageError
+from offsetlake.local.clusters import CLUSTERS_FILE, START_HINT
+from offsetlake.local.home import local_home
 
 CLUSTER_NAMES: tuple[str, str] = ("source", "target")
 DEFAULT_PORTS: Mapping[str, int] = {"source": 19092, "target": 29092}

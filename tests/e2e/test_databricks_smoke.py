@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from offsetlake.processes import run_group
+from offsetlake.local.processes import run_group
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TARGET = "dev"

@@ -33,9 +33,9 @@ from offsetlake.apply.job import ApplyStatus
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
 from offsetlake.kafka import admin as kafka_admin
+from offsetlake.kafka.secrets import SecretsProvider
+from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
 from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS
-from offsetlake.positions import CommittedOffset, TopicPartitionKey
-from offsetlake.secrets import SecretsProvider
 from offsetlake_dev.local_cluster import LOOPBACK
 from tests.kafka_helpers import (
     STREAMS_METADATA,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from offsetlake.cli.main import EXIT_USAGE, run_command
-from offsetlake.clusters import START_HINT
-from offsetlake.config import HOME_ENV
+from offsetlake.local.clusters import START_HINT
+from offsetlake.local.home import HOME_ENV
 from offsetlake_dev.local_cluster import LOOPBACK, running_clusters
 from tests.integration.test_apply import LATEST_DDL
 from tests.process_helpers import alive, descendants_once_java_runs
@@ -96,7 +96,7 @@ def test_a_bad_query_prints_the_spark_error_class_not_a_traceback(
 GOLD_WRITER = f"""
 import sys
 from datetime import UTC, datetime
-from offsetlake.pipeline.local_spark import get_local_spark, stop_local_spark
+from offsetlake.local.spark import get_local_spark, stop_local_spark
 spark = get_local_spark()
 row = ("us-east", "billing", "us-east.orders", 0, 5, 105, "checkpoint", "", datetime.now(UTC), 60, False)
 spark.createDataFrame([row], {LATEST_DDL!r}).write.mode("overwrite").saveAsTable("offsetlake.latest_offsets")

@@ -36,8 +36,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
-from offsetlake.config import HOME_ENV
-from offsetlake.replication_progress import ReplicationStatus
+from offsetlake.local.home import HOME_ENV
+from offsetlake.mirror.progress import ReplicationStatus
 from offsetlake_dev.local_cluster import ClusterPair, start_clusters, stop_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 from offsetlake_dev.simulate.data_loss_truth import ExpectedLoss, SourcePartition, expected_data_loss

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
-from offsetlake.kafka import spark_source
-from offsetlake.kafka.group_offsets import GroupOffset, select_groups, snapshot_group_offsets
-from offsetlake.kafka.spark_source import (
+from offsetlake.data_sources import offsetlake_kafka as spark_source
+from offsetlake.data_sources.offsetlake_kafka import (
     GROUP_OFFSETS_SCHEMA,
     GroupOffsetsBatchReader,
     GroupSnapshotOptions,
     register_data_sources,
 )
+from offsetlake.kafka.group_offsets import GroupOffset, select_groups, snapshot_group_offsets
 from tests.kafka_helpers import ClustersUnderTest, commit_offsets, create_topic
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.clusters import START_HINT
+from offsetlake.local.clusters import START_HINT
 from offsetlake_dev.cli import main
 from offsetlake_dev.local_cluster import (
     CLUSTERS_FILE,

@@ -32,11 +32,11 @@ import pytest
 from offsetlake.codecs.connect import ConnectOffset, encode_connect_offset
 from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
-from offsetlake.config import HOME_ENV
-from offsetlake.pipeline.runner import PipelineRunResult, run_pipeline
+from offsetlake.local.home import HOME_ENV
+from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import ALL_TABLES
-from offsetlake.replication import ReplicationPolicy
 from tests.fixture_records import load_fixture_records
 from tests.kafka_helpers import STREAMS_METADATA, ClustersUnderTest, commit_offsets, create_topic, produce
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import pyspark
 import pytest
 
+from offsetlake.local.pipeline_run import TRANSFORMATIONS_DIR
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
-from offsetlake.pipeline.runner import TRANSFORMATIONS_DIR
 from offsetlake.pipeline.settings import APPLY_CLUSTER_KEY, PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import (
     ALL_TABLES,

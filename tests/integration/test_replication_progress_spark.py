@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.mirror.progress import PositionObservation, data_loss, replicated_position
 from offsetlake.pipeline.latest_group_offsets import latest_group_offsets
-from offsetlake.pipeline.replication_progress import (
+from offsetlake.pipeline.progress_spark import (
     failover_data_loss,
     latest_progress,
     position_observations,
@@ -25,8 +27,6 @@ from offsetlake.pipeline.tables import (
     SILVER_OFFSET_SYNCS,
     SOURCE_LOG_OFFSETS,
 )
-from offsetlake.replication import ReplicationPolicy
-from offsetlake.replication_progress import PositionObservation, data_loss, replicated_position
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

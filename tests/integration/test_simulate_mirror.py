@@ -16,7 +16,7 @@ import pytest
 
 from offsetlake.codecs.mappings import decode_k2k_json_v1
 from offsetlake.codecs.mm2 import decode_checkpoint, decode_offset_sync
-from offsetlake.translation import sync_pairs, translate
+from offsetlake.mirror.translation import sync_pairs, translate
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 from offsetlake_dev.simulate.target_consumers import resume_group
 from tests.kafka_helpers import alter_group_offsets, consume_all, log_end_offset

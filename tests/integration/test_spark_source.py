@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import pytest
 from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 
-from offsetlake.kafka.spark_compat import ADMISSION_CONTROL
-from offsetlake.kafka.spark_source import KAFKA_SCHEMA, register_data_sources
+from offsetlake.data_sources.offsetlake_kafka import KAFKA_SCHEMA, register_data_sources
+from offsetlake.data_sources.spark_compat import ADMISSION_CONTROL
 from tests.kafka_helpers import (
     TIMEOUT_S,
     ClustersUnderTest,

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.mirror.translation import translate
 from offsetlake.pipeline.translation_spark import (
     downstream_topic,
     translate_with_mappings,
     translate_with_offset_syncs,
 )
-from offsetlake.replication import ReplicationPolicy
-from offsetlake.translation import translate
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

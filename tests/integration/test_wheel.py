@@ -47,7 +47,7 @@ def test_the_wheel_holds_the_product_and_no_harness(wheel: Path) -> None:
     packages = {name.split("/")[0] for name in names if not name.startswith("offsetlake-")}
     assert packages == {"offsetlake"}, packages
     assert "offsetlake/cli/main.py" in names
-    assert "offsetlake/pipeline/log4j2.properties" in names
+    assert "offsetlake/local/log4j2.properties" in names
     assert not [name for name in names if "simulate" in name or "demo" in name or "local_cluster" in name]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from offsetlake.kafka.connect_rest import ConnectRest, ConnectRestError
-from offsetlake.mm2_reset import ResetAction, ResetRequest, run_rest_reset
+from offsetlake.mm2_reset.reset import ResetAction, ResetRequest, run_rest_reset
 
 CONNECTOR = "MirrorSourceConnector"
 

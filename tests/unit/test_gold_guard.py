@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake.pipeline.gold_guard import GUARDED_TABLES, GoldGuard
+from offsetlake.local.gold_guard import GUARDED_TABLES, GoldGuard
 
 
 def _table(home: Path, name: str) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake.pipeline.home_lock import (
+from offsetlake.local.locks import (
     DERBY_LOCK,
     HomeInUseError,
     check_home_free,
@@ -28,7 +28,7 @@ POSIX_HOLDER = (
 RUN_HOLDER = (
     "import sys, time\n"
     "from pathlib import Path\n"
-    "from offsetlake.pipeline.home_lock import pipeline_run_lock\n"
+    "from offsetlake.local.locks import pipeline_run_lock\n"
     "with pipeline_run_lock(Path(sys.argv[1])):\n"
     "    print('locked', flush=True)\n"
     "    time.sleep(600)\n"

@@ -7,7 +7,7 @@ client traceback); the integration tests run the real thing.
 from __future__ import annotations
 
 from offsetlake.cli.render import sql_table
-from offsetlake.pipeline.runner import RunLog, judge
+from offsetlake.local.pipeline_run import RunLog, judge
 
 KNOWN_ERROR = (
     "pyspark.errors.exceptions.base.PySparkValueError: [UNKNOWN_RESPONSE] Unknown response: "

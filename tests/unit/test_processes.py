@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from offsetlake.errors import StopSignalError
 from offsetlake.kafka.admin import read_metadata
-from offsetlake.processes import interruptible, run_group
+from offsetlake.local.processes import interruptible, run_group
 
 # A parent that starts a grandchild (like spark-pipelines starting the Spark Connect JVM) and
 # prints both PIDs, then waits.
@@ -85,7 +85,7 @@ def test_sigterm_raises_after_the_tree_is_stopped() -> None:
 # after a signal, and prints what it signalled.
 ENDS_ITS_DESCENDANTS = (
     "import json, subprocess, sys, time\n"
-    "from offsetlake.processes import descendants, terminate_descendants\n"
+    "from offsetlake.local.processes import descendants, terminate_descendants\n"
     "sleeper = [sys.executable, '-c', 'import time; time.sleep(600)']\n"
     "stubborn = [sys.executable, '-c', 'import signal, time; signal.signal(signal.SIGTERM, "
     "signal.SIG_IGN); print(1, flush=True); time.sleep(600)']\n"
@@ -133,7 +133,7 @@ def _closed_port() -> int:
 STUCK_COMMAND = (
     "import os, signal, sys, threading, time\n"
     "from confluent_kafka.admin import AdminClient\n"
-    "from offsetlake.processes import call_interruptibly, forced_exit_after\n"
+    "from offsetlake.local.processes import call_interruptibly, forced_exit_after\n"
     "admin = AdminClient({'bootstrap.servers': '127.0.0.1:' + sys.argv[1], 'log_level': '0'})\n"
     "threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()\n"
     "with forced_exit_after(1.0, 'offsetlake test'):\n"

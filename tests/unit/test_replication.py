@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from offsetlake.replication import ReplicationPolicy
+from offsetlake.mirror.policy import ReplicationPolicy
 
 DEFAULT = ReplicationPolicy()
 IDENTITY = ReplicationPolicy(kind="identity")

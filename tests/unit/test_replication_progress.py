@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsetlake.replication_progress import (
+from offsetlake.mirror.progress import (
     INT64_MAX,
     DataLoss,
     PositionObservation,

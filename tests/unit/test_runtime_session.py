@@ -8,10 +8,10 @@ import types
 
 import pytest
 
-from offsetlake import runtime_session
 from offsetlake.apply import job
 from offsetlake.errors import ExternalError, OffsetlakeError
-from offsetlake.pipeline import local_spark
+from offsetlake.jobs import session as runtime_session
+from offsetlake.local import spark as local_spark
 
 ENV_VARS = ("DATABRICKS_RUNTIME_VERSION", "PYSPARK_GATEWAY_PORT", "SPARK_REMOTE")
 

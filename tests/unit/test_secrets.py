@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from offsetlake.secrets import (
+from offsetlake.kafka.secrets import (
     DatabricksSecrets,
     SecretScrubber,
     kafka_options_from_scope,

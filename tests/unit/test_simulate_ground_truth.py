@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsetlake.replication_progress import ReplicationStatus
+from offsetlake.mirror.progress import ReplicationStatus
 from offsetlake_dev.simulate.data_loss_truth import ExpectedLoss, SourcePartition, expected_data_loss
 from offsetlake_dev.simulate.ground_truth import GroundTruth, ReplicatedRecord, record_id
 

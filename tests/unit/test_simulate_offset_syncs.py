@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsetlake.codecs.mm2 import OffsetSync
-from offsetlake.translation import sync_pairs, translate
+from offsetlake.mirror.translation import sync_pairs, translate
 from offsetlake_dev.simulate.offset_sync_store import SYNC_SLOTS, OffsetSyncStore, update_sync_slots
 from offsetlake_dev.simulate.offset_sync_writer import OffsetSyncWriter
 

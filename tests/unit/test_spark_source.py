@@ -8,12 +8,7 @@ import time
 
 import pytest
 
-from offsetlake.kafka.admin import KafkaAdminError
-from offsetlake.kafka.health import HealthOptions, HealthStreamReader
-from offsetlake.kafka.offset_ranges import EARLIEST, LATEST, OffsetOptionError, OffsetRange
-from offsetlake.kafka.range_reader import KafkaReadError, read_offset_range, reader_consumer_config
-from offsetlake.kafka.spark_compat import ADMISSION_CONTROL, ReadAllAvailable
-from offsetlake.kafka.spark_source import (
+from offsetlake.data_sources.offsetlake_kafka import (
     DEFAULT_MAX_RECORDS_PER_PARTITION,
     GROUP_OFFSETS_ARROW_SCHEMA,
     GROUP_OFFSETS_SCHEMA,
@@ -24,6 +19,11 @@ from offsetlake.kafka.spark_source import (
     KafkaReadOptions,
     KafkaStreamReader,
 )
+from offsetlake.data_sources.spark_compat import ADMISSION_CONTROL, ReadAllAvailable
+from offsetlake.kafka.admin import KafkaAdminError
+from offsetlake.kafka.health import HealthOptions, HealthStreamReader
+from offsetlake.kafka.offset_ranges import EARLIEST, LATEST, OffsetOptionError, OffsetRange
+from offsetlake.kafka.range_reader import KafkaReadError, read_offset_range, reader_consumer_config
 
 needs_admission_control = pytest.mark.skipif(
     not ADMISSION_CONTROL, reason="PySpark before 4.2 has no admission control for Python streaming sources"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsetlake.codecs.mm2 import OffsetSync
-from offsetlake.translation import sync_pairs, translate
+from offsetlake.mirror.translation import sync_pairs, translate
 
 
 def test_exact_sync_gives_its_downstream_position() -> None:

@@ -38,7 +38,7 @@ from offsetlake.errors import StopSignalError
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import ClusterUnresponsiveError, GroupActiveError, KafkaAdminError
 from offsetlake.kafka.client_logging import flush_client_logs
-from offsetlake.positions import CommittedOffset
+from offsetlake.mirror.positions import CommittedOffset
 
 ABANDON_AFTER_TIMEOUTS = 2
 """Groups in flight when the run stops get this many request timeouts to finish."""

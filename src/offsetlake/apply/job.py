@@ -43,14 +43,11 @@ from offsetlake.apply.planner import (
     select_offsets,
 )
 from offsetlake.apply.target_state import read_target_state
-from offsetlake.clusters import read_local_clusters
 from offsetlake.errors import OffsetlakeError
+from offsetlake.jobs.session import get_spark
 from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
 from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
-from offsetlake.pipeline.local_spark import LOCAL_SCHEMA
-from offsetlake.pipeline.precedence import METHODS
-from offsetlake.runtime_session import get_spark
-from offsetlake.secrets import (
+from offsetlake.kafka.secrets import (
     DatabricksSecrets,
     SecretScrubber,
     SecretsProvider,
@@ -58,6 +55,9 @@ from offsetlake.secrets import (
     kafka_options_from_scope,
     target_client_config,
 )
+from offsetlake.local.clusters import read_local_clusters
+from offsetlake.local.spark import LOCAL_SCHEMA
+from offsetlake.pipeline.precedence import METHODS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -174,7 +174,7 @@ def _target_config(request: ApplyRequest, secret_options: dict[str, str]) -> dic
 
 def _spark() -> SparkSession:
     """The Databricks runtime's session on Databricks (job cluster or serverless; never a local
-    JVM there), the shared local one elsewhere: offsetlake.runtime_session.get_spark."""
+    JVM there), the shared local one elsewhere: offsetlake.jobs.session.get_spark."""
     return get_spark()
 
 

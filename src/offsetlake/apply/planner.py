@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from offsetlake.errors import UsageError
-from offsetlake.positions import CommittedOffset, GroupPartition, LogBounds, TopicPartitionKey
+from offsetlake.mirror.positions import CommittedOffset, GroupPartition, LogBounds, TopicPartitionKey
 
 # Group states in which nobody consumes, so an alter cannot race a member's commits. A group the
 # target never saw is described as Dead (Apache Kafka < 4), reported GROUP_ID_NOT_FOUND (KIP-1043)

@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 from offsetlake.apply.planner import TargetState
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import KafkaAdminError
-from offsetlake.positions import GroupPartition
+from offsetlake.mirror.positions import GroupPartition
 
 # Kafka's own names for the group states (ConsumerGroupState in the Java client).
 _STATE_NAMES = {

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from offsetlake.secrets import SecretsProvider
+from offsetlake.kafka.secrets import SecretsProvider
 
 
 @dataclass(frozen=True)

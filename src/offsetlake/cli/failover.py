@@ -9,8 +9,8 @@ from offsetlake.cli.apply import add_apply_options, request_from_args
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
 from offsetlake.cli.pipeline import add_set_option, kafka_properties, settings_from_args
-from offsetlake.config import local_home
-from offsetlake.failover import DEFAULT_REFRESH_TIMEOUT_S, FailoverRequest, run_failover
+from offsetlake.jobs.failover import DEFAULT_REFRESH_TIMEOUT_S, FailoverRequest, run_failover
+from offsetlake.local.home import local_home
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

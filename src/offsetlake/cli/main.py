@@ -18,8 +18,8 @@ from offsetlake.cli import apply, failover, job_report, mm2, pipeline
 from offsetlake.cli.context import Context
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
 from offsetlake.kafka.client_logging import set_verbose
-from offsetlake.pipeline.local_spark import stop_local_spark
-from offsetlake.processes import call_interruptibly, forced_exit_after, terminate_descendants
+from offsetlake.local.processes import call_interruptibly, forced_exit_after, terminate_descendants
+from offsetlake.local.spark import stop_local_spark
 
 EXIT_USAGE = UsageError.exit_code
 EXIT_INTERRUPTED = 130

@@ -16,10 +16,11 @@ from offsetlake.cli import render
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_regex
 from offsetlake.cli.pipeline import kafka_properties
-from offsetlake.clusters import read_local_clusters
 from offsetlake.errors import UsageError
 from offsetlake.kafka.connect_rest import ConnectRest
-from offsetlake.mm2_reset import (
+from offsetlake.kafka.secrets import kafka_options_from_properties, target_client_config
+from offsetlake.local.clusters import read_local_clusters
+from offsetlake.mm2_reset.reset import (
     ResetAction,
     ResetRequest,
     ResetResult,
@@ -27,7 +28,6 @@ from offsetlake.mm2_reset import (
     run_rest_reset,
     truncate_offset_syncs,
 )
-from offsetlake.secrets import kafka_options_from_properties, target_client_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -272,7 +272,7 @@ def _append_audit(records: list[tuple[object, ...]]) -> None:
     """One mm2_reset_audit row per key or source partition, dry runs included (like apply_audit)."""
     if not records:
         return
-    from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
+    from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
 
     spark: SparkSession = get_local_spark()
     spark.createDataFrame(records, AUDIT_SCHEMA).write.mode("append").saveAsTable(

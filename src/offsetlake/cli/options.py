@@ -10,10 +10,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from offsetlake import clusters
 from offsetlake.errors import InvalidValueError
+from offsetlake.kafka.secrets import PROPERTIES_ENV
+from offsetlake.local import clusters
 from offsetlake.pipeline import precedence
-from offsetlake.secrets import PROPERTIES_ENV
 
 _DURATION = re.compile(r"^(?P<amount>\d+)(?P<unit>[smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -10,11 +10,11 @@ from pathlib import Path
 from offsetlake.cli import render
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options
-from offsetlake.config import local_home
 from offsetlake.errors import InvalidValueError, UsageError
-from offsetlake.pipeline.runner import local_settings, run_pipeline
+from offsetlake.kafka.secrets import PROPERTIES_ENV, kafka_options_from_properties
+from offsetlake.local.home import local_home
+from offsetlake.local.pipeline_run import local_settings, run_pipeline
 from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings, SourceCluster
-from offsetlake.secrets import PROPERTIES_ENV, kafka_options_from_properties
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -103,7 +103,7 @@ def handle_run(args: argparse.Namespace, context: Context) -> int:
 
 
 def handle_sql(args: argparse.Namespace, context: Context) -> int:
-    from offsetlake.pipeline.sql import run_sql
+    from offsetlake.local.sql import run_sql
 
     queries = list(args.query)
     for path in args.file or []:

@@ -17,8 +17,8 @@ from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
 from offsetlake.apply.job import ApplyResult, ApplyStatus
 from offsetlake.apply.planner import Action, PlanRow
-from offsetlake.failover import FailoverResult
-from offsetlake.pipeline.runner import PipelineRunResult
+from offsetlake.jobs.failover import FailoverResult
+from offsetlake.local.pipeline_run import PipelineRunResult
 
 PLAN_HEADERS = (
     "group",

@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 
 from offsetlake.errors import ExternalError
 from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
-from offsetlake.positions import CommittedOffset, LogBounds, TopicPartitionKey
+from offsetlake.mirror.positions import CommittedOffset, LogBounds, TopicPartitionKey
 
 # What Apache Kafka answers when an admin commit meets a group that has members (classic and
 # KIP-848 consumer groups): the group is active, not broken.

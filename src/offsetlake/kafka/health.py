@@ -16,10 +16,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import BooleanType, DoubleType, StringType, StructField, StructType, TimestampType
 
+from offsetlake.data_sources.spark_compat import SupportsTriggerAvailableNow
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.kafka.offset_ranges import OffsetOptionError
-from offsetlake.kafka.spark_compat import SupportsTriggerAvailableNow
 
 CLUSTER_HEALTH_SOURCE_NAME = "offsetlake_cluster_health"
 DEFAULT_TIMEOUT_MS = 30_000

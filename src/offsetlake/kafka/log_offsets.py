@@ -22,14 +22,14 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
+from offsetlake.data_sources.spark_compat import SupportsTriggerAvailableNow
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.kafka.client_logging import with_client_logger
 from offsetlake.kafka.offset_ranges import OffsetOptionError
-from offsetlake.kafka.spark_compat import SupportsTriggerAvailableNow
-from offsetlake.replication import DEFAULT_TOPICS_EXCLUDE
+from offsetlake.mirror.policy import DEFAULT_TOPICS_EXCLUDE
 
 _LOG = logging.getLogger("offsetlake.kafka")
 

@@ -39,6 +39,7 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
+from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.precedence import GOLD_KEY, choose_translation
 from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
@@ -47,7 +48,6 @@ from offsetlake.pipeline.translation_spark import (
     translate_with_mappings,
     translate_with_offset_syncs,
 )
-from offsetlake.replication import ReplicationPolicy
 
 OBSERVATION_COLUMNS: Final = (
     *GOLD_KEY,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from offsetlake.errors import InvalidValueError
+from offsetlake.mirror.policy import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS, parse_method_precedence
-from offsetlake.replication import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
 
 TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
 TARGET_ALIAS: Final = "offsetlake.target.alias"

@@ -1,6 +1,6 @@
 """Offset translation as DataFrame operations: offset syncs (full history), record mappings, topic names.
 
-The rule is ``offsetlake.translation.translate`` (the oracle, property-tested against this): for a
+The rule is ``offsetlake.mirror.translation.translate`` (the oracle, property-tested against this): for a
 committed upstream position U, take the sync with the largest upstream_offset <= U, the
 latest-written one if several share it; exact -> its downstream, otherwise downstream + 1; no such
 sync -> no row (never guess).
@@ -21,8 +21,8 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
+from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.replication import ReplicationPolicy
 
 PARTITION_KEY: Final = ("source_cluster", "topic", "partition")
 

@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 
 from offsetlake.codecs.mm2 import Checkpoint
-from offsetlake.positions import CommittedOffset
-from offsetlake.replication import ReplicationPolicy
-from offsetlake.translation import sync_pairs, translate
+from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.mirror.positions import CommittedOffset
+from offsetlake.mirror.translation import sync_pairs, translate
 from offsetlake_dev.simulate.offset_sync_store import OffsetSyncStore
 
 DEFAULT_GROUPS_EXCLUDE = ("console-consumer-.*", "connect-.*", "__.*")

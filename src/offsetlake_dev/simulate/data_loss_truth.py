@@ -6,7 +6,7 @@ the source log it produced, the Connect offset it stored (or the reset tombstone
 offsets it committed for each group. The figures here come from classifying every missing source
 offset one by one, not from gold's arithmetic, so a test comparing the two can fail.
 
-Gold's conventions (docs/mm2-reference.md §1.6, §2.1; ``offsetlake.replication_progress``):
+Gold's conventions (docs/mm2-reference.md §1.6, §2.1; ``offsetlake.mirror.progress``):
 
 - counts are offsets, not records: commit markers and filtered records count, as they do in lag;
 - what is on the target is what MM2's records prove: everything below the stored Connect offset + 1
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from offsetlake.replication_progress import ReplicationStatus
+from offsetlake.mirror.progress import ReplicationStatus
 
 TopicPartitionKey = tuple[str, int]
 

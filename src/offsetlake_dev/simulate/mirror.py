@@ -56,8 +56,8 @@ from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
 from offsetlake.errors import ExternalError
 from offsetlake.kafka import admin as kafka_admin
-from offsetlake.positions import CommittedOffset
-from offsetlake.replication import ReplicationPolicy
+from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.mirror.positions import CommittedOffset
 from offsetlake_dev.simulate.checkpoint_emitter import (
     DEFAULT_GROUPS_EXCLUDE,
     DEFAULT_TOPICS_EXCLUDE,

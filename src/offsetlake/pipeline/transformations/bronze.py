@@ -39,8 +39,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.settings import SourceCluster
-from offsetlake.pipeline.sources import (
+from offsetlake.pipeline.kafka_readers import (
     cluster_health_stream,
     group_offsets_stream,
     kafka_stream,
@@ -48,6 +47,7 @@ from offsetlake.pipeline.sources import (
     pipeline_settings,
     register_offsetlake_sources,
 )
+from offsetlake.pipeline.settings import SourceCluster
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     BRONZE_CONNECT_OFFSETS,

@@ -1,7 +1,7 @@
 """Gold: translation_observations -> offset_versions -> offset_history and latest_offsets (what the
 failover apply job reads), and MM2's replication progress (replication_progress_history,
 replication_progress) with the per-group failover data loss (rules in
-offsetlake.pipeline.replication_progress).
+offsetlake.pipeline.progress_spark).
 
 Cost: translation_observations is a streaming table, so a refresh translates only the new
 checkpoints and group-offset snapshots (plus one pass over the offset syncs and mappings, the
@@ -33,14 +33,14 @@ from offsetlake.pipeline.history import (
     offset_versions,
     versions_by_auto_cdc,
 )
+from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.latest_group_offsets import latest_group_offsets, latest_group_offsets_by_auto_cdc
-from offsetlake.pipeline.replication_progress import (
+from offsetlake.pipeline.progress_spark import (
     failover_data_loss,
     latest_progress,
     position_observations,
     replication_progress_history,
 )
-from offsetlake.pipeline.sources import pipeline_settings
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
     LATEST_GROUP_OFFSETS,

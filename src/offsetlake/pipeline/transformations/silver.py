@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from offsetlake.pipeline import decode_once
 from offsetlake.pipeline.decode_once import DecodedInput, decode_result, quarantine_rows, silver_rows
 from offsetlake.pipeline.expectations import expect_all
-from offsetlake.pipeline.sources import pipeline_settings
+from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.tables import BRONZE_GROUP_OFFSETS, QUARANTINE, SILVER_GROUP_OFFSETS
 
 spark = SparkSession.builder.getOrCreate()

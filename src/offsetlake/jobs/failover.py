@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from offsetlake.apply.job import ApplyRequest, ApplyResult, run_apply
-from offsetlake.pipeline.runner import PipelineRunResult, run_pipeline
+from offsetlake.kafka.secrets import SecretsProvider
+from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.pipeline.settings import PipelineSettings
-from offsetlake.secrets import SecretsProvider
 
 DEFAULT_REFRESH_TIMEOUT_S = 300.0
 

@@ -33,6 +33,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from offsetlake.data_sources.spark_compat import (
+    ADMISSION_CONTROL,
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
@@ -60,13 +67,6 @@ from offsetlake.kafka.offset_ranges import (
     to_stream_offset,
 )
 from offsetlake.kafka.range_reader import read_offset_range
-from offsetlake.kafka.spark_compat import (
-    ADMISSION_CONTROL,
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    SupportsTriggerAvailableNow,
-)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from offsetlake.config import local_home
-from offsetlake.pipeline.home_lock import check_home_free
+from offsetlake.local.home import local_home
+from offsetlake.local.locks import check_home_free
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

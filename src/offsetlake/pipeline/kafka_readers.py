@@ -33,14 +33,14 @@ def pipeline_settings(spark: SparkSession) -> PipelineSettings:
 
 @cache
 def _secret_options(scope: str) -> tuple[tuple[str, str], ...]:
-    from offsetlake.secrets import DatabricksSecrets, kafka_options_from_scope
+    from offsetlake.kafka.secrets import DatabricksSecrets, kafka_options_from_scope
 
     return tuple(kafka_options_from_scope(DatabricksSecrets(), scope).items())
 
 
 @cache
 def _properties_options(path: str) -> tuple[tuple[str, str], ...]:
-    from offsetlake.secrets import kafka_options_from_properties
+    from offsetlake.kafka.secrets import kafka_options_from_properties
 
     return tuple(kafka_options_from_properties(Path(path)).items())
 
@@ -48,7 +48,7 @@ def _properties_options(path: str) -> tuple[tuple[str, str], ...]:
 def kafka_client_options(settings: PipelineSettings, bootstrap_servers: str) -> dict[str, str]:
     """``kafka.*`` reader options for one cluster: the local properties file's (when the runner names
     one), the secret scope's, then its bootstrap."""
-    from offsetlake.secrets import PROPERTIES_ENV
+    from offsetlake.kafka.secrets import PROPERTIES_ENV
 
     options = dict(_properties_options(os.environ[PROPERTIES_ENV])) if os.environ.get(PROPERTIES_ENV) else {}
     if settings.secret_scope:
@@ -126,6 +126,6 @@ def reads_records_with_offsetlake(settings: PipelineSettings) -> bool:
 def register_offsetlake_sources(spark: SparkSession, settings: PipelineSettings) -> None:
     """Call at module level: pipeline query functions may not send commands to the server. Only the
     sources these settings use are registered."""
-    from offsetlake.kafka.spark_source import register_data_sources
+    from offsetlake.data_sources.offsetlake_kafka import register_data_sources
 
     register_data_sources(spark, kafka_records=reads_records_with_offsetlake(settings))

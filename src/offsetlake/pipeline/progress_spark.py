@@ -1,5 +1,5 @@
 """Gold replication progress and failover data loss as DataFrame functions (Spark side of
-``offsetlake.replication_progress``, the pure reference whose rules these implement).
+``offsetlake.mirror.progress``, the pure reference whose rules these implement).
 
 All three are window passes over per-partition event streams, linear in their inputs (no
 snapshot x observation joins, which would grow quadratically with history):
@@ -22,11 +22,11 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
+from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.mirror.progress import INT64_MAX, ReplicationStatus
 from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS, REPLICATION_PROGRESS_HISTORY
 from offsetlake.pipeline.translation_spark import downstream_topic
-from offsetlake.replication import ReplicationPolicy
-from offsetlake.replication_progress import INT64_MAX, ReplicationStatus
 
 PARTITION_KEY: Final = ("source_cluster", "topic", "partition")
 CONNECT: Final = "connect_offset"

@@ -31,19 +31,19 @@ from typing import TYPE_CHECKING, Final
 
 import yaml
 
-from offsetlake.clusters import read_local_clusters
-from offsetlake.config import local_home
-from offsetlake.pipeline.gold_guard import GUARDED_TABLES, GoldGuard
-from offsetlake.pipeline.home_lock import check_home_free, pipeline_run_lock
-from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, local_spark_conf
+from offsetlake.kafka.secrets import PROPERTIES_ENV
+from offsetlake.local.clusters import read_local_clusters
+from offsetlake.local.gold_guard import GUARDED_TABLES, GoldGuard
+from offsetlake.local.home import local_home
+from offsetlake.local.locks import check_home_free, pipeline_run_lock
+from offsetlake.local.processes import interruptible, run_group
+from offsetlake.local.spark import LOCAL_SCHEMA, local_spark_conf
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
-from offsetlake.processes import interruptible, run_group
-from offsetlake.secrets import PROPERTIES_ENV
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-TRANSFORMATIONS_DIR: Final = Path(__file__).resolve().parent / "transformations"
+TRANSFORMATIONS_DIR: Final = Path(__file__).resolve().parents[1] / "pipeline" / "transformations"
 SDP_LAUNCHER: Final = Path(__file__).resolve().parent / "sdp_launcher.py"
 SDP_MAIN_CLASS: Final = "org.apache.spark.deploy.SparkPipelines"
 PIPELINE_NAME: Final = "offsetlake"

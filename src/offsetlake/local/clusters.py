@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from offsetlake.config import local_home
 from offsetlake.errors import InvalidValueError, UsageError
+from offsetlake.local.home import local_home
 
 CLUSTERS_FILE: Final = "clusters.json"
 SOURCE: Final = "source"

@@ -22,7 +22,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Final
 
-from offsetlake.pipeline.local_spark import LOCAL_SCHEMA
+from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
     LATEST_GROUP_OFFSETS,

@@ -4,7 +4,7 @@ On Databricks (a classic job cluster or serverless jobs) the session belongs to 
 taken the way the Databricks CLI's job template takes it, ``from databricks.sdk.runtime import
 spark``, and a local JVM is never started there (it would see none of the workspace's tables, and
 on serverless there is no JVM to start). Off Databricks the CLI's shared local session is used
-(``offsetlake.pipeline.local_spark.get_local_spark``).
+(``offsetlake.local.spark.get_local_spark``).
 
 Where we are is decided by ``DATABRICKS_RUNTIME_VERSION`` (set on job clusters, e.g. ``17.3``,
 and on serverless, e.g. ``client.4.9``) or, without it, by ``databricks.sdk.runtime`` reporting a
@@ -123,6 +123,6 @@ def get_spark(environ: Mapping[str, str] | None = None) -> SparkSession:
     """The runtime's session on Databricks (never a local JVM there), the local one elsewhere."""
     if on_databricks(environ):
         return databricks_session(environ)
-    from offsetlake.pipeline.local_spark import get_local_spark
+    from offsetlake.local.spark import get_local_spark
 
     return get_local_spark()

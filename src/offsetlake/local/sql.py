@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.errors import PySparkException
 
 from offsetlake.errors import UsageError
-from offsetlake.pipeline.local_spark import LOCAL_SCHEMA, get_local_spark
+from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
 
 
 class QueryError(UsageError):

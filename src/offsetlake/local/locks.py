@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from offsetlake.errors import ExternalError
-from offsetlake.processes import parent_of
+from offsetlake.local.processes import parent_of
 
 DERBY_LOCK: Final = Path("metastore_db") / "dbex.lck"
 RUN_LOCK: Final = Path("pipeline") / "run.lock"
