@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OFFSETLAKE_VENV := $(VENV)
 
-.PHONY: bootstrap demo test test-compat lint format bench up down clean lock
+.PHONY: bootstrap demo test test-unit test-compat lint format bench up down clean lock
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -11,10 +11,14 @@ bootstrap:
 demo: bootstrap
 	@$(PY) -m offsetlake_dev demo
 
+# Every test layer (tests/README.md), the coverage report, then the compat suite: scripts/test_all.sh.
 test: bootstrap
+	@scripts/test_all.sh
+
+# The fast loop: lint and the unit layer only.
+test-unit: bootstrap
 	@$(VENV)/bin/ruff check .
-	@$(PY) -m pytest --durations=15
-	@scripts/compat_tests.sh
+	@$(PY) -m pytest --durations=15 tests/unit
 
 # Only the Databricks path (data sources, Spark decoding) under each PySpark Databricks runs: 4.0.0
 # (pipelines CURRENT, serverless env 4) and 4.1.0 (pipelines PREVIEW, serverless env 5), one
@@ -43,4 +47,4 @@ lock: bootstrap
 	@$(PY) -m pip freeze --exclude-editable | sed '1i # Full resolved set for reproducible installs (pip install -c constraints.txt). Regenerate with `make lock`.' > constraints.txt
 
 clean: down
-	rm -rf .offsetlake spark-warehouse metastore_db derby.log .pytest_cache .hypothesis
+	rm -rf .offsetlake spark-warehouse metastore_db derby.log .pytest_cache .hypothesis .coverage .coverage.*

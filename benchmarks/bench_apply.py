@@ -26,6 +26,7 @@ Usage: .venv/bin/python benchmarks/bench_apply.py [--groups 5000] [--concurrency
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import resource
@@ -45,6 +46,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from offsetlake.apply.executor import Outcome, execute_plan
 from offsetlake.apply.planner import Action, GoldOffset, Guards, build_plan
 from offsetlake.apply.target_state import read_target_state
+from offsetlake.kafka import clients
 from offsetlake_dev.latency_proxy import DelayedBroker, delayed_broker
 from offsetlake_dev.local_cluster import running_clusters
 
@@ -111,9 +113,9 @@ def gold_offsets(
 
 def run(bootstrap: str, offsets: list[GoldOffset], concurrency: int) -> Figures:
     admin_config = {"bootstrap.servers": bootstrap}
-    admin = AdminClient(admin_config)
     started = time.perf_counter()
-    target = read_target_state(admin, {offset.key for offset in offsets}, timeout_s=TIMEOUT_S)
+    with clients.admin(admin_config) as admin:
+        target = read_target_state(admin, {offset.key for offset in offsets}, timeout_s=TIMEOUT_S)
     read_s = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -125,7 +127,7 @@ def run(bootstrap: str, offsets: list[GoldOffset], concurrency: int) -> Figures:
 
     started = time.perf_counter()
     results = execute_plan(
-        lambda: AdminClient(admin_config), plan, timeout_s=TIMEOUT_S, concurrency=concurrency
+        functools.partial(clients.new_admin, admin_config), plan, timeout_s=TIMEOUT_S, concurrency=concurrency
     ).results
     apply_s = time.perf_counter() - started
     verified = sum(result.outcome is Outcome.APPLIED for result in results)
@@ -209,7 +211,7 @@ def stall(
     watcher.start()
     try:
         execution = execute_plan(
-            lambda: AdminClient({"bootstrap.servers": bootstrap}),
+            functools.partial(clients.new_admin, {"bootstrap.servers": bootstrap}),
             plan,
             timeout_s=timeout_s,
             concurrency=2,

@@ -48,8 +48,9 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from _measure import PeakTreeMemory
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
+from offsetlake.local.clusters import local_pipeline_settings
 from offsetlake.local.home import HOME_ENV
-from offsetlake.local.pipeline_run import PipelineRunResult, local_settings, run_pipeline
+from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
@@ -262,7 +263,7 @@ def timed_pipeline_run(
     brokers = tuple(cluster.pid for cluster in pair if cluster.pid is not None)
     with PeakTreeMemory(excluded=brokers) as peak:
         started = time.perf_counter()
-        result = run_pipeline(home=home, echo=print if options.verbose else None)
+        result = run_pipeline(local_pipeline_settings(home), home, echo=print if options.verbose else None)
         wall_s = time.perf_counter() - started
     launched_at = datetime.now() - timedelta(seconds=result.seconds)
     log_copy = options.logs_dir / f"{label.replace(' ', '-')}.log"
@@ -331,7 +332,7 @@ def ingest_benchmark(options: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="offsetlake-bench-ingest-") as temporary:
         home = Path(temporary)
         with running_clusters(home, preferred_ports=None) as pair:
-            settings = local_settings(home)
+            settings = local_pipeline_settings(home)
             workload = CheckpointWorkload.for_pipeline(settings, options)
             target = settings.target_bootstrap_servers
             create_checkpoints_topic(target, workload.topic)
@@ -365,7 +366,7 @@ def refresh_run(label: str, history: int, options: argparse.Namespace) -> list[P
     with tempfile.TemporaryDirectory(prefix=f"offsetlake-bench-refresh-{label}-") as temporary:
         home = Path(temporary)
         with running_clusters(home, preferred_ports=None) as pair:
-            settings = local_settings(home)
+            settings = local_pipeline_settings(home)
             workload = CheckpointWorkload.for_pipeline(settings, options)
             target = settings.target_bootstrap_servers
             create_checkpoints_topic(target, workload.topic)

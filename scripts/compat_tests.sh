@@ -13,6 +13,7 @@
 # Each environment is re-created only when pyproject.toml, constraints.txt or this script change.
 #
 #   scripts/compat_tests.sh [pytest args...]             every version below
+#   scripts/compat_tests.sh --prepare                     only create the environments (no tests)
 #   OFFSETLAKE_COMPAT_PYSPARK=4.1.0 scripts/compat_tests.sh  one version only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,13 @@ ensure_env() {
   echo "$want" > "$stamp"
   echo "compat: $venv ready in $(( $(date +%s) - start ))s."
 }
+
+if [ "${1:-}" = "--prepare" ]; then
+  for version in "${COMPAT_PYSPARK_VERSIONS[@]}"; do
+    ensure_env "$VENV_PREFIX-${version%.*}" "$version"
+  done
+  exit 0
+fi
 
 failed=()
 for version in "${COMPAT_PYSPARK_VERSIONS[@]}"; do

@@ -34,6 +34,13 @@ TARGET_BOOTSTRAP_ENV = "OFFSETLAKE_TEST_TARGET_BOOTSTRAP"
 _SESSION_TOKEN = uuid.uuid4().hex[:6]
 _UNSAFE_NAME_CHARS = re.compile(r"[^a-zA-Z0-9._-]")
 
+# Python data sources and UDFs run in sc.pythonExec, which comes from PYSPARK_PYTHON only (default
+# "python3", which cannot import offsetlake), not from spark.pyspark.python. Set for the whole
+# session, not only by the `spark` fixture: a test that runs the CLI in-process starts the local
+# Spark session (offsetlake.local.spark), and the fixture's getOrCreate() returns that session when
+# it is still running.
+os.environ["PYSPARK_PYTHON"] = sys.executable
+
 
 @pytest.fixture(scope="session")
 def kafka_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClustersUnderTest]:
@@ -51,7 +58,7 @@ def kafka_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
     # them behind: turn SIGTERM into an interrupt, which pytest answers by tearing fixtures down.
     previous_handler = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        # preferred_ports=None: leave 19092/29092 to a developer's own `offsetlake local up`.
+        # preferred_ports=None: leave 19092/29092 to a developer's own `make up`.
         with running_clusters(tmp_path_factory.mktemp("kafka_home"), preferred_ports=None) as pair:
             yield ClustersUnderTest(
                 pair.source.bootstrap_servers, pair.target.bootstrap_servers, is_tansu=True
@@ -92,9 +99,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
     warehouse = tmp_path_factory.mktemp("spark_warehouse")
-    # Python data sources and UDFs run in sc.pythonExec, which comes from PYSPARK_PYTHON only
-    # (default "python3", which cannot import offsetlake), not from spark.pyspark.python.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (
         SparkSession.builder.master("local[2]")
         .appName("offsetlake-tests")

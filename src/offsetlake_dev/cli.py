@@ -21,7 +21,7 @@ from offsetlake.local.processes import call_interruptibly, forced_exit_after, te
 from offsetlake_dev.demo import handle_demo
 from offsetlake_dev.local_cluster import (
     ClusterState,
-    LocalClusterError,
+    LocalBrokerError,
     cluster_status,
     start_clusters,
     stop_clusters,
@@ -84,8 +84,8 @@ def _up(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         pair = start_clusters(timeout_s=args.timeout)
-    except LocalClusterError as error:
-        print(f"offsetlake local up: {error}", file=sys.stderr)
+    except LocalBrokerError as error:
+        print(f"offsetlake_dev local up: {error}", file=sys.stderr)
         return 1
     elapsed = time.monotonic() - started
     for cluster in pair:
@@ -97,8 +97,8 @@ def _up(args: argparse.Namespace) -> int:
 def _down(args: argparse.Namespace) -> int:
     try:
         stopped = stop_clusters(timeout_s=args.timeout)
-    except LocalClusterError as error:
-        print(f"offsetlake local down: {error}", file=sys.stderr)
+    except LocalBrokerError as error:
+        print(f"offsetlake_dev local down: {error}", file=sys.stderr)
         return 1
     print(f"stopped: {', '.join(stopped)}" if stopped else "no local broker was running")
     return 0
@@ -107,8 +107,8 @@ def _down(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     try:
         statuses = cluster_status()
-    except LocalClusterError as error:
-        print(f"offsetlake local status: {error}", file=sys.stderr)
+    except LocalBrokerError as error:
+        print(f"offsetlake_dev local status: {error}", file=sys.stderr)
         return 1
     print(
         render.table(

@@ -1,4 +1,4 @@
-"""`offsetlake demo`: the end-to-end failover scenario on two local clusters, verified by real consumers.
+"""`make demo`: the end-to-end failover scenario on two local clusters, verified by real consumers.
 
 It starts a fresh source and target cluster, lets the MM2 simulator replicate two topics over a
 few commit intervals (records already on the target, transaction markers and filtered records make
@@ -146,7 +146,7 @@ def handle_demo(home: Path | None) -> int:
         raise
     except (OffsetlakeError, KafkaException) as error:
         # The clusters are already stopped: running_clusters stops them on the way out.
-        print(f"offsetlake demo: error: {error}", file=sys.stderr)
+        print(f"offsetlake_dev demo: error: {error}", file=sys.stderr)
         return EXIT_FAILED
 
 
@@ -169,12 +169,10 @@ def _fresh_home(home: Path) -> None:
     """Empty the demo home, but only one this command created: --home must never wipe a real directory."""
     if home.exists() and any(home.iterdir()):
         if not (home / DEMO_HOME_MARKER).exists():
-            raise DemoError(
-                f"{home} is not empty and was not created by `offsetlake demo`; choose another --home"
-            )
+            raise DemoError(f"{home} is not empty and was not created by `make demo`; choose another --home")
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
-    (home / DEMO_HOME_MARKER).write_text("created by `offsetlake demo`; emptied by its next run\n")
+    (home / DEMO_HOME_MARKER).write_text("created by `make demo`; emptied by its next run\n")
 
 
 @contextmanager

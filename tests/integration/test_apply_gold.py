@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -14,23 +15,32 @@ from offsetlake.apply.planner import (
     Guards,
     LogBounds,
     Selection,
+    TargetGroup,
     TargetState,
     build_plan,
     select_offsets,
 )
+from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
 
 pytestmark = pytest.mark.spark
 
-HISTORY_DDL = (
-    "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
-    "upstream_offset BIGINT, method STRING, metadata STRING, source_timestamp TIMESTAMP, "
-    "valid_from TIMESTAMP, valid_to TIMESTAMP"
-)
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
 def at(minutes: int) -> datetime:
     return T0 + timedelta(minutes=minutes)
+
+
+def latest(group: str, topic: str, partition: int, offset: int | None, observed: datetime) -> tuple[Any, ...]:
+    """A ``latest_offsets`` row as the pipeline writes it (pipeline/tables.py)."""
+    return ("east", group, topic, partition, offset, 10, "checkpoint", "", observed, observed, None, False,
+            observed)  # fmt: skip
+
+
+def write_latest(spark: SparkSession, schema: str, rows: list[tuple[Any, ...]]) -> None:
+    spark.createDataFrame(rows, LATEST_OFFSETS.schema_ddl).write.saveAsTable(
+        f"`{schema}`.{LATEST_OFFSETS.name}"
+    )
 
 
 def test_as_of_picks_one_method_per_partition(spark: SparkSession, unique_name: Callable[[str], str]) -> None:
@@ -50,7 +60,9 @@ def test_as_of_picks_one_method_per_partition(spark: SparkSession, unique_name: 
         # p3: only valid after T: nothing to restore.
         ("east", "app", "east.orders", 3, 99, 100, "checkpoint", "", at(9), at(9), None),
     ]
-    spark.createDataFrame(rows, HISTORY_DDL).write.saveAsTable(f"`{schema}`.offset_history")
+    spark.createDataFrame(rows, OFFSET_HISTORY.schema_ddl).write.saveAsTable(
+        f"`{schema}`.{OFFSET_HISTORY.name}"
+    )
 
     chosen = gold.read_offsets_as_of(spark, at(5), schema)
 
@@ -70,19 +82,12 @@ def test_as_of_picks_one_method_per_partition(spark: SparkSession, unique_name: 
 
     # One row per partition, so the planner sees no false conflict between methods.
     target = TargetState(
-        group_states={"app": "Empty"},
-        committed={},
+        groups={"app": TargetGroup("Empty")},
         log_bounds={("east.orders", p): LogBounds(0, 1000) for p in range(3)},
         partition_counts={"east.orders": 4},
     )
     plan = build_plan(chosen, target, Guards(reference_time=at(5), max_age=None))
     assert [row.action for row in plan] == [Action.APPLY] * 3
-
-
-LATEST_DDL = (
-    "source_cluster STRING, consumer_group STRING, topic STRING, `partition` INT, downstream_offset BIGINT, "
-    "upstream_offset BIGINT, method STRING, metadata STRING, source_timestamp TIMESTAMP"
-)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +115,7 @@ def test_the_selection_reaches_the_scan(
     schema = unique_name("gold").replace("-", "_").replace(".", "_")
     spark.sql(f"CREATE SCHEMA `{schema}`")
     rows = [
-        ("east", group, topic, 0, 10, 10, "checkpoint", "", at(1))
+        latest(group, topic, 0, 10, at(1))
         for group, topic in [
             ("orders-app", "orders"),
             ("orders-app-canary", "orders"),
@@ -118,7 +123,7 @@ def test_the_selection_reaches_the_scan(
             ("reporting", "orders"),
         ]
     ]
-    spark.createDataFrame(rows, LATEST_DDL).write.saveAsTable(f"`{schema}`.latest_offsets")
+    write_latest(spark, schema, rows)
 
     offsets = gold.read_latest_offsets(spark, schema, selection=selection)
 
@@ -133,8 +138,7 @@ def test_a_regex_that_is_not_literal_reads_everything_and_still_selects(
 ) -> None:
     schema = unique_name("gold").replace("-", "_").replace(".", "_")
     spark.sql(f"CREATE SCHEMA `{schema}`")
-    rows = [("east", group, "orders", 0, 10, 10, "checkpoint", "", at(1)) for group in ("app-1", "app-22")]
-    spark.createDataFrame(rows, LATEST_DDL).write.saveAsTable(f"`{schema}`.latest_offsets")
+    write_latest(spark, schema, [latest(group, "orders", 0, 10, at(1)) for group in ("app-1", "app-22")])
     selection = Selection(groups=r"app-\d")
 
     offsets = gold.read_latest_offsets(spark, schema, selection=selection)
@@ -148,11 +152,24 @@ def test_a_gold_row_without_an_offset_is_a_clear_error(
 ) -> None:
     schema = unique_name("gold").replace("-", "_").replace(".", "_")
     spark.sql(f"CREATE SCHEMA `{schema}`")
-    rows = [
-        ("east", "app", "orders", 0, 10, 10, "checkpoint", "", at(1)),
-        ("east", "app", "orders", 1, None, 10, "checkpoint", "", at(1)),
-    ]
-    spark.createDataFrame(rows, LATEST_DDL).write.saveAsTable(f"`{schema}`.latest_offsets")
+    write_latest(
+        spark, schema, [latest("app", "orders", 0, 10, at(1)), latest("app", "orders", 1, None, at(1))]
+    )
 
     with pytest.raises(gold.GoldTableError, match=r"has a row with NULL downstream_offset: .*'partition': 1"):
+        gold.read_latest_offsets(spark, schema)
+
+
+def test_a_latest_offsets_without_the_contracts_columns_is_a_clear_error(
+    spark: SparkSession, unique_name: Callable[[str], str]
+) -> None:
+    """No fallback for a table the pipeline never writes (here: no last_observed_at)."""
+    schema = unique_name("gold").replace("-", "_").replace(".", "_")
+    spark.sql(f"CREATE SCHEMA `{schema}`")
+    columns = [column for column in LATEST_OFFSETS.columns if column[0] != "last_observed_at"]
+    ddl = ", ".join(f"`{name}` {kind}" for name, kind, _ in columns)
+    row = latest("app", "orders", 0, 10, at(1))[:-1]
+    spark.createDataFrame([row], ddl).write.saveAsTable(f"`{schema}`.{LATEST_OFFSETS.name}")
+
+    with pytest.raises(gold.GoldTableError, match=r"cannot read gold table .*last_observed_at"):
         gold.read_latest_offsets(spark, schema)

@@ -16,7 +16,6 @@ from offsetlake.cli.main import EXIT_USAGE, run_command
 from offsetlake.local.clusters import START_HINT
 from offsetlake.local.home import HOME_ENV
 from offsetlake_dev.local_cluster import LOOPBACK, running_clusters
-from tests.integration.test_apply import LATEST_DDL
 from tests.process_helpers import alive, descendants_once_java_runs
 
 
@@ -93,13 +92,16 @@ def test_a_bad_query_prints_the_spark_error_class_not_a_traceback(
 
 # Writes one gold translation into the home's warehouse, then holds the home's local Spark (and
 # so its Derby metastore) until stdin closes: a second process on the home, as an operator has.
-GOLD_WRITER = f"""
+GOLD_WRITER = """
 import sys
 from datetime import UTC, datetime
 from offsetlake.local.spark import get_local_spark, stop_local_spark
+from offsetlake.pipeline.tables import LATEST_OFFSETS
 spark = get_local_spark()
-row = ("us-east", "billing", "us-east.orders", 0, 5, 105, "checkpoint", "", datetime.now(UTC), 60, False)
-spark.createDataFrame([row], {LATEST_DDL!r}).write.mode("overwrite").saveAsTable("offsetlake.latest_offsets")
+now = datetime.now(UTC)
+row = ("us-east", "billing", "us-east.orders", 0, 5, 105, "checkpoint", "", now, now, None, False, now)
+gold = spark.createDataFrame([row], LATEST_OFFSETS.schema_ddl)
+gold.write.mode("overwrite").saveAsTable(f"offsetlake.{LATEST_OFFSETS.name}")
 print("ready", flush=True)
 sys.stdin.read()
 stop_local_spark()

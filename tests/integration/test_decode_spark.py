@@ -1,4 +1,4 @@
-"""Spark-native decoding (pipeline/decode.py) agrees with the pure codecs on every fixture record.
+"""Spark-native decoding (pipeline/decoding/) agrees with the pure codecs on every fixture record.
 
 Same decoded fields for good records; quarantined (decode_error set) exactly when the codec
 raises, with the codec's message. One DataFrame per kind keeps this to a few small Spark jobs.
@@ -17,14 +17,11 @@ from offsetlake.codecs import CodecError
 from offsetlake.codecs.connect import decode_connect_offset, mirror_source_position
 from offsetlake.codecs.mappings import mapping_decoder
 from offsetlake.codecs.mm2 import decode_checkpoint, decode_offset_sync
-from offsetlake.pipeline import decode_once
-from offsetlake.pipeline.decode import (
-    DECODE_ERROR,
-    decode_checkpoints,
-    decode_connect_offsets,
-    decode_k2k_json_v1,
-    decode_offset_syncs,
-)
+from offsetlake.pipeline.decoding import inputs
+from offsetlake.pipeline.decoding.connect_spark import decode_connect_offsets
+from offsetlake.pipeline.decoding.mappings_spark import decode_k2k_json_v1
+from offsetlake.pipeline.decoding.mm2_spark import decode_checkpoints, decode_offset_syncs
+from offsetlake.pipeline.decoding.wire_spark import DECODE_ERROR
 from offsetlake.pipeline.tables import QUARANTINE
 from tests.fixture_records import FixtureRecord, load_fixture_records
 
@@ -163,10 +160,10 @@ def test_silver_and_quarantine_shaped_queries_compile_over_a_file_source(
 
 
 DECODED_INPUTS = {
-    "checkpoint": decode_once.CHECKPOINTS,
-    "offset_sync": decode_once.OFFSET_SYNCS,
-    "connect_offset": decode_once.CONNECT_OFFSETS,
-    "k2k_mapping": decode_once.mappings("k2k-json-v1"),
+    "checkpoint": inputs.CHECKPOINTS,
+    "offset_sync": inputs.OFFSET_SYNCS,
+    "connect_offset": inputs.CONNECT_OFFSETS,
+    "k2k_mapping": inputs.mappings("k2k-json-v1"),
 }
 
 
@@ -199,7 +196,7 @@ def test_one_decoding_pass_feeds_silver_and_quarantine_one_to_one(
         bronze_ddl,
     ).select(*[sf.col(name) for name in source.bronze.column_names])
     raw.write.parquet(str(tmp_path / "bronze"))
-    decode_once.decode_result(spark.read.parquet(str(tmp_path / "bronze")), source).write.parquet(
+    inputs.decode_result(spark.read.parquet(str(tmp_path / "bronze")), source).write.parquet(
         str(tmp_path / "decoded")
     )
     stored = spark.read.parquet(str(tmp_path / "decoded"))
@@ -207,8 +204,8 @@ def test_one_decoding_pass_feeds_silver_and_quarantine_one_to_one(
         (name, kind_.lower()) for name, kind_, _ in source.decoded.columns
     ], "the decode result has its table's declared schema"
 
-    silver = decode_once.silver_rows(stored, source)
-    quarantined = decode_once.quarantine_rows(stored, source)
+    silver = inputs.silver_rows(stored, source)
+    quarantined = inputs.quarantine_rows(stored, source)
     assert silver.columns == source.silver.column_names and quarantined.columns == QUARANTINE.column_names
     good_offsets = sorted(row["kafka_offset"] for row in silver.collect())
     bad = {row["kafka_offset"]: row for row in quarantined.collect()}

@@ -30,9 +30,10 @@ from pyspark.sql import functions as sf
 
 from offsetlake.pipeline import history
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.latest_group_offsets import GROUP_PARTITION_KEY, latest_group_offsets_by_auto_cdc
-from offsetlake.pipeline.precedence import GOLD_KEY, METHODS, choose_translation
+from offsetlake.pipeline.latest_group_offsets import latest_group_offsets_by_auto_cdc
+from offsetlake.pipeline.precedence import METHODS, choose_translation
 from offsetlake.pipeline.tables import (
+    GROUP_PARTITION_KEY,
     LATEST_GROUP_OFFSETS,
     OFFSET_VERSIONS,
     SILVER_GROUP_OFFSETS,
@@ -215,7 +216,7 @@ def test_the_databricks_branch_declares_auto_cdc_with_the_arguments_the_model_ch
     assert (
         flow_args["target"] == OFFSET_VERSIONS.name and flow_args["source"] == TRANSLATION_OBSERVATIONS.name
     )
-    assert flow_args["keys"] == list(history.VERSION_KEY) == [*GOLD_KEY, "method"]
+    assert flow_args["keys"] == list(history.VERSION_KEY) == [*GROUP_PARTITION_KEY, "method"]
     assert flow_args["stored_as_scd_type"] == 2
     assert flow_args["track_history_column_list"] == ["downstream_offset", "upstream_offset"]
     assert isinstance(flow_args["sequence_by"], Column)
@@ -237,7 +238,7 @@ def test_latest_group_offsets_on_databricks_is_auto_cdc_scd1_by_snapshot_time() 
 
 def _full_recompute_latest(observations: DataFrame, precedence: tuple[str, ...]) -> DataFrame:
     """latest_offsets as every refresh computed it before offset_versions (from all observations)."""
-    in_order = Window.partitionBy(*GOLD_KEY, "method").orderBy("observed_at", "observation_order")
+    in_order = Window.partitionBy(*GROUP_PARTITION_KEY, "method").orderBy("observed_at", "observation_order")
     running = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     previous = sf.lag("downstream_offset").over(in_order)
     marked = add_columns(
@@ -251,13 +252,13 @@ def _full_recompute_latest(observations: DataFrame, precedence: tuple[str, ...])
             )
         },
     )
-    newest_first = Window.partitionBy(*GOLD_KEY, "method").orderBy(
+    newest_first = Window.partitionBy(*GROUP_PARTITION_KEY, "method").orderBy(
         sf.col("observed_at").desc(), sf.col("observation_order").desc()
     )
     ranked = add_columns(runs, {"_rank": sf.row_number().over(newest_first)})
     chosen = choose_translation(ranked.where(sf.col("_rank") == 1), precedence, freshness="observed_at")
     return chosen.select(
-        *GOLD_KEY,
+        *GROUP_PARTITION_KEY,
         "downstream_offset",
         "upstream_offset",
         "method",
@@ -278,7 +279,7 @@ def test_latest_offsets_from_versions_equals_the_full_recompute(
 ) -> None:
     frame = _frame(spark, [row for batch in batches for row in batch])
     latest = history.latest_offsets(history.offset_versions(frame), tuple(precedence)).select(
-        *GOLD_KEY,
+        *GROUP_PARTITION_KEY,
         "downstream_offset",
         "upstream_offset",
         "method",

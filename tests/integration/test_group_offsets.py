@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
-from offsetlake.data_sources import offsetlake_kafka as spark_source
-from offsetlake.data_sources.offsetlake_kafka import (
+from offsetlake.data_sources import offsetlake_group_offsets as spark_source
+from offsetlake.data_sources import register_data_sources
+from offsetlake.data_sources.offsetlake_group_offsets import (
     GROUP_OFFSETS_SCHEMA,
     GroupOffsetsBatchReader,
     GroupSnapshotOptions,
-    register_data_sources,
 )
 from offsetlake.kafka.group_offsets import GroupOffset, select_groups, snapshot_group_offsets
 from tests.kafka_helpers import ClustersUnderTest, commit_offsets, create_topic

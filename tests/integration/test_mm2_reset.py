@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 from offsetlake.codecs.connect import ConnectOffset, decode_connect_offset, encode_connect_offset
 from offsetlake.kafka.java_partitioner import java_partition
 from offsetlake.local.home import HOME_ENV
-from offsetlake.mm2_reset.reset import read_offsets_topic
+from offsetlake.mm2_reset.offsets_topic import read_offsets_topic
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 from tests.kafka_helpers import ClustersUnderTest, log_end_offset, log_start_offset
 

@@ -23,9 +23,10 @@ import pytest
 
 from offsetlake.local.pipeline_run import TRANSFORMATIONS_DIR
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
-from offsetlake.pipeline.settings import APPLY_CLUSTER_KEY, PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import (
     ALL_TABLES,
+    APPLY_CLUSTER_KEY,
     FAILOVER_DATA_LOSS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,

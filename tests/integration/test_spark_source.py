@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import pytest
 from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 
-from offsetlake.data_sources.offsetlake_kafka import KAFKA_SCHEMA, register_data_sources
+from offsetlake.data_sources import register_data_sources
+from offsetlake.data_sources.offsetlake_kafka import KAFKA_SCHEMA
 from offsetlake.data_sources.spark_compat import ADMISSION_CONTROL
 from tests.kafka_helpers import (
     TIMEOUT_S,

@@ -1,4 +1,5 @@
-"""librdkafka's log lines reach Python logging once per problem, every one when verbose."""
+"""librdkafka's log lines reach Python logging once per problem, every one when verbose, from
+every kind of client kafka/clients.py builds."""
 
 from __future__ import annotations
 
@@ -7,15 +8,9 @@ import socket
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
-from offsetlake.kafka.client_logging import (
-    CLIENT_LOGGER_NAME,
-    flush_client_logs,
-    problem_key,
-    set_verbose,
-    with_client_logger,
-)
+from offsetlake.kafka import clients
+from offsetlake.kafka.client_logging import CLIENT_LOGGER_NAME, problem_key, set_verbose
 
 
 def closed_port() -> int:
@@ -24,26 +19,33 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def connection_errors(caplog: pytest.LogCaptureFixture, *, verbose: bool) -> list[str]:
-    """Log lines one AdminClient writes while failing to reach a closed port for two seconds."""
+def connection_errors(caplog: pytest.LogCaptureFixture, kind: str, *, verbose: bool) -> list[str]:
+    """Log lines one client of ``kind`` writes while failing to reach a closed port for two
+    seconds; nothing but the factory's exit hands them over (the failing call never polls)."""
     set_verbose(verbose)
     caplog.clear()
+    build = {"admin": clients.admin, "consumer": clients.consumer, "producer": clients.producer}[kind]
+    closed = {"bootstrap.servers": f"127.0.0.1:{closed_port()}"}
     try:
-        with caplog.at_level(logging.DEBUG, logger=CLIENT_LOGGER_NAME):
-            admin = AdminClient(with_client_logger({"bootstrap.servers": f"127.0.0.1:{closed_port()}"}))
-            with pytest.raises(KafkaException):
-                admin.list_topics(timeout=2)
-            flush_client_logs(admin)
+        with (
+            caplog.at_level(logging.DEBUG, logger=CLIENT_LOGGER_NAME),
+            pytest.raises(KafkaException),
+            build(closed) as client,
+        ):
+            client.list_topics(timeout=2)
     finally:
         set_verbose(False)
     return [record.getMessage() for record in caplog.records if record.name == CLIENT_LOGGER_NAME]
 
 
-def test_an_unreachable_cluster_is_one_line_unless_verbose(caplog: pytest.LogCaptureFixture) -> None:
-    quiet = connection_errors(caplog, verbose=False)
+@pytest.mark.parametrize("kind", ["admin", "consumer", "producer"])
+def test_an_unreachable_cluster_is_one_line_unless_verbose(
+    caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    quiet = connection_errors(caplog, kind, verbose=False)
     assert len(quiet) == 1, quiet
     assert "Connection refused" in quiet[0]
-    verbose = connection_errors(caplog, verbose=True)
+    verbose = connection_errors(caplog, kind, verbose=True)
     assert len(verbose) > 5, verbose  # librdkafka retries every ~50 ms
 
 

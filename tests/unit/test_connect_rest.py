@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from offsetlake.kafka.connect_rest import ConnectRest, ConnectRestError
-from offsetlake.mm2_reset.reset import ResetAction, ResetRequest, run_rest_reset
+from offsetlake.mm2_reset.job import ResetRequest, run_rest_reset
+from offsetlake.mm2_reset.plan import ResetAction
 
 CONNECTOR = "MirrorSourceConnector"
 
@@ -94,7 +95,7 @@ def worker() -> Iterator[tuple[Worker, str]]:
 
 
 def _request(url: str, **options: Any) -> ResetRequest:
-    return ResetRequest(connector=CONNECTOR, offsets_topic="", client_config={}, connect_url=url, **options)
+    return ResetRequest(connector=CONNECTOR, offsets_topic="", connect_url=url, **options)
 
 
 def test_a_dry_run_lists_the_offsets_and_changes_nothing(worker: tuple[Worker, str]) -> None:

@@ -85,3 +85,26 @@ def test_bronze_refuses_a_full_refresh_only_with_one_flow_per_source() -> None:
     assert per_source.bronze_table_properties == {"pipelines.reset.allowed": "false"}
     with pytest.raises(InvalidValueError, match=r"offsetlake\.bronze\.flows"):
         PipelineSettings.from_mapping(base.to_conf() | {"offsetlake.bronze.flows": "each"})
+
+
+def test_the_bundle_sets_every_key_to_its_variable_whose_default_is_the_settings_default() -> None:
+    """The bundle passes pipeline keys through variables; a variable's default that drifted from
+    the settings table would make Databricks and a local run disagree without an error."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    variables = yaml.safe_load((root / "databricks.yml").read_text(encoding="utf-8"))["variables"]
+    pipeline = yaml.safe_load((root / "resources" / "offsetlake.pipeline.yml").read_text(encoding="utf-8"))
+    configuration = pipeline["resources"]["pipelines"]["offsetlake_pipeline"]["configuration"]
+    defaults = PipelineSettings(target_bootstrap_servers="t:1", sources=(SourceCluster("a", "b:1"),))
+    defaults_conf = defaults.to_conf()
+    checked = []
+    for key, value in configuration.items():
+        variable = re.fullmatch(r"\$\{var\.(\w+)\}", str(value))
+        if variable and "default" in variables[variable[1]] and key not in (TARGET_BOOTSTRAP, SOURCES):
+            assert str(variables[variable[1]]["default"]) == defaults_conf[key], key
+            checked.append(key)
+    assert "offsetlake.groups.exclude" in checked and len(checked) >= 8, checked

@@ -17,9 +17,11 @@ from offsetlake.apply.planner import (
     GoldOffset,
     Guards,
     LogBounds,
+    NameBounds,
     PlanError,
     PlanRow,
     Selection,
+    TargetGroup,
     TargetState,
     build_plan,
     name_bounds,
@@ -53,8 +55,7 @@ def target(
 ) -> TargetState:
     partition_counts = {"orders": 2} if partitions is None else partitions
     return TargetState(
-        group_states=states or {"orders-app": "Empty"},
-        committed={key: CommittedOffset(offset) for key, offset in (committed or {}).items()},
+        groups=groups(states or {"orders-app": "Empty"}, committed or {}),
         log_bounds={
             (topic, partition): LogBounds(*bounds)
             for topic, count in partition_counts.items()
@@ -62,6 +63,24 @@ def target(
         },
         partition_counts=partition_counts,
     )
+
+
+def groups(
+    states: dict[str, str], committed: dict[tuple[str, str, int], int | CommittedOffset], **described: object
+) -> dict[str, TargetGroup]:
+    """One TargetGroup per group of ``states``, with its committed offsets from ``committed``."""
+    return {
+        group: TargetGroup(
+            state,
+            committed={
+                (topic, partition): offset if isinstance(offset, CommittedOffset) else CommittedOffset(offset)
+                for (of, topic, partition), offset in committed.items()
+                if of == group
+            },
+            **described,  # type: ignore[arg-type]
+        )
+        for group, state in states.items()
+    }
 
 
 def plan_one(offset: GoldOffset, state: TargetState, **guards: object) -> PlanRow:
@@ -278,6 +297,26 @@ def test_a_bad_regex_names_its_flag() -> None:
         select_offsets([gold(1)], Selection(exclude_topics="("))
 
 
+@pytest.mark.parametrize("flag", ["groups", "exclude_groups", "topics", "exclude_topics"])
+def test_a_selection_compiles_its_regexes_when_built(flag: str) -> None:
+    with pytest.raises(PlanError, match=f"--{flag.replace('_', '-')}: invalid regex"):
+        Selection(**{flag: "("})
+
+
+def test_the_selection_gives_the_bounds_storage_narrows_by() -> None:
+    selection = Selection(groups="orders-app|billing", exclude_groups="billing", topics="orders-.*")
+    assert selection.group_bounds == NameBounds(frozenset({"orders-app", "billing"}), ())
+    assert selection.topic_bounds == NameBounds(frozenset(), ("orders-",))
+    assert selection.narrows
+    # Bounds only narrow; the regexes decide, excludes included.
+    assert selection.selects("orders-app", "orders-eu") and not selection.selects("billing", "orders-eu")
+    assert not selection.selects("orders-app", "orders")
+    assert selection.selects_group("orders-app") and not selection.selects_group("billing")
+    everything = Selection(groups=r"app-\d")
+    assert (everything.group_bounds, everything.topic_bounds, everything.narrows) == (None, None, False)
+    assert Selection(groups="a|b") == Selection(groups="a|b")  # compiled patterns are not compared
+
+
 def test_the_source_groups_metadata_is_what_apply_commits() -> None:
     streams = "AQAAAZNx6xAA"  # Kafka Streams: base64 of a magic byte and a long (partition time)
     offset = GoldOffset("us-east", "orders-app", "orders", 0, 40, FRESH, "checkpoint", metadata=streams)
@@ -306,8 +345,7 @@ def test_keep_alive_recommits_an_unchanged_offset_exactly_when_due(
     committed_ago: timedelta, expected: Action
 ) -> None:
     state = TargetState(
-        group_states={"orders-app": "Empty"},
-        committed={KEY: CommittedOffset(40, "target-side metadata")},
+        groups=groups({"orders-app": "Empty"}, {KEY: CommittedOffset(40, "target-side metadata")}),
         log_bounds={("orders", 0): LogBounds(0, 1000)},
         partition_counts={"orders": 1},
     )
@@ -327,12 +365,10 @@ def test_keep_alive_is_off_without_an_interval_or_an_earlier_commit_of_ours() ->
 
 def test_keep_alive_never_touches_a_group_with_members() -> None:
     state = TargetState(
-        group_states={"orders-app": "Empty"},  # a state some brokers report for a consumer group in use
-        committed={KEY: CommittedOffset(40)},
+        # Empty: a state some brokers report for a consumer group in use
+        groups=groups({"orders-app": "Empty"}, {KEY: 40}, type="consumer", members=2),
         log_bounds={("orders", 0): LogBounds(0, 1000)},
         partition_counts={"orders": 1},
-        group_types={"orders-app": "consumer"},
-        group_members={"orders-app": 2},
     )
     row = plan_one(
         gold(40), state, keep_alive_after=KEEP_ALIVE, last_committed_at={KEY: NOW - timedelta(days=30)}
@@ -344,11 +380,9 @@ def test_keep_alive_never_touches_a_group_with_members() -> None:
 def test_the_plan_names_the_group_type() -> None:
     state = target()
     typed = TargetState(
-        group_states=state.group_states,
-        committed=state.committed,
+        groups=groups({"orders-app": "Empty"}, {}, type="classic"),
         log_bounds=state.log_bounds,
         partition_counts=state.partition_counts,
-        group_types={"orders-app": "classic"},
     )
     assert plan_one(gold(40), typed).group_type == "classic"
     assert plan_one(gold(40), target(states={"orders-app": "Stable"})).reason == (
@@ -364,9 +398,9 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
     # Small ranges, so offsets often land on, just past or just before the bounds and positions.
     log_start = draw(st.integers(0, 5))
     log_end = draw(st.integers(log_start, 10))
-    groups = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True))
+    names = draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True))
     offsets, committed = [], {}
-    for group in groups:
+    for group in names:
         for partition in range(draw(st.integers(1, 3))):
             translated = draw(st.integers(0, 12))
             for source in draw(st.lists(st.sampled_from(["s1", "s2"]), min_size=1, max_size=2, unique=True)):
@@ -379,9 +413,14 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
                 position = max(0, translated + draw(st.integers(-2, 2)))
                 committed[(group, "orders", partition)] = CommittedOffset(position)
     state = TargetState(
-        group_states={group: draw(STATES) for group in groups},
-        group_members={group: draw(st.sampled_from([0, 0, 1])) for group in groups},
-        committed=committed,
+        groups={
+            group: TargetGroup(
+                draw(STATES),
+                members=draw(st.sampled_from([0, 0, 1])),
+                committed={key[1:]: offset for key, offset in committed.items() if key[0] == group},
+            )
+            for group in names
+        },
         log_bounds={("orders", partition): LogBounds(log_start, log_end) for partition in range(3)},
         partition_counts={"orders": draw(st.integers(1, 3))},
     )
@@ -407,8 +446,8 @@ def test_plan_invariants(scenario: tuple[list[GoldOffset], TargetState, Guards])
         assert row.planned_offset is not None
         bounds = state.log_bounds[(row.topic, row.partition)]
         assert bounds.log_start <= row.planned_offset <= bounds.log_end
-        assert state.group_states[row.consumer_group] in {"Empty", "Dead", "NotFound"}
-        assert state.group_members[row.consumer_group] == 0
+        assert state.groups[row.consumer_group].state in {"Empty", "Dead", "NotFound"}
+        assert state.groups[row.consumer_group].members == 0
         assert row.partition < state.partition_counts[row.topic]
         if row.action is Action.REFRESH_RETENTION:  # same offset again, only when it is due
             assert row.planned_offset == row.current_offset

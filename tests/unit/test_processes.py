@@ -8,16 +8,10 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import pytest
-from confluent_kafka.admin import AdminClient
-
-from offsetlake.errors import StopSignalError
-from offsetlake.kafka.admin import read_metadata
-from offsetlake.local.processes import interruptible, run_group
+from offsetlake.local.processes import run_group
 
 # A parent that starts a grandchild (like spark-pipelines starting the Spark Connect JVM) and
 # prints both PIDs, then waits.
@@ -64,20 +58,59 @@ def test_the_deadline_stops_the_whole_tree() -> None:
     assert not _alive(pids[0])
 
 
-def test_sigterm_raises_after_the_tree_is_stopped() -> None:
-    pids: list[int] = []
+# Runs the tree under `interruptible` with handlers of its own in place before, prints "running"
+# once the grandchild runs (the test then sends SIGTERM), and reports: the exit code of the
+# StopSignalError, whether `interruptible` replaced both handlers inside the block and put the
+# previous ones back after it, and the grandchild's PID.
+SIGTERM_DURING_A_RUN = (
+    "import json, os, signal, sys\n"
+    "from offsetlake.errors import StopSignalError\n"
+    "from offsetlake.local.processes import interruptible, run_group\n"
+    "def previous(signum, frame):\n"
+    "    pass\n"
+    "signals = (signal.SIGTERM, signal.SIGINT)\n"
+    "for signum in signals:\n"
+    "    signal.signal(signum, previous)\n"
+    "report = {}\n"
+    "def on_line(line):\n"
+    "    report['grandchild'] = int(line)\n"
+    "    print('running', flush=True)\n"
+    "try:\n"
+    "    with interruptible():\n"
+    "        report['replaced'] = [signal.getsignal(s) is not previous for s in signals]\n"
+    "        run_group([sys.executable, '-c', sys.argv[1], '600'], cwd=os.getcwd(), env=os.environ,\n"
+    "                  on_line=on_line, grace_s=2)\n"
+    "except StopSignalError as error:\n"
+    "    report['exit_code'] = error.exit_code\n"
+    "report['restored'] = [signal.getsignal(s) is previous for s in signals]\n"
+    "print(json.dumps(report), flush=True)\n"
+)
 
-    def on_line(line: str) -> None:
-        pids.append(int(line))
-        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
 
-    with pytest.raises(StopSignalError) as raised, interruptible():
-        run_group(
-            [sys.executable, "-c", TREE, "600"], cwd=Path.cwd(), env=os.environ, on_line=on_line, grace_s=2
-        )
-    assert raised.value.exit_code == 128 + signal.SIGTERM
-    assert not _alive(pids[0])
-    assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
+def test_sigterm_raises_after_the_tree_is_stopped_and_the_previous_handlers_are_back() -> None:
+    # In a process of its own, signalled from here: a SIGTERM to this test session would reach
+    # pytest's own handlers (and the kafka_clusters fixture's) if the code under test misbehaved.
+    child = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_DURING_A_RUN, TREE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "running", child.communicate(timeout=60)[1]
+        child.send_signal(signal.SIGTERM)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, stderr
+    report = json.loads(stdout.strip().splitlines()[-1])
+    assert report["exit_code"] == 128 + signal.SIGTERM
+    assert report["replaced"] == [True, True]  # SIGTERM and SIGINT raise inside the block
+    assert report["restored"] == [True, True]  # and the handlers from before are back after it
+    assert not _alive(report["grandchild"])
 
 
 # A command that starts a child in a session of its own (as the demo starts a broker) and a child
@@ -112,14 +145,48 @@ def test_terminate_descendants_ends_every_process_the_command_started() -> None:
     assert not any(_alive(pid) for pid in report["before"])
 
 
+# Waits for metadata from a port nobody listens on (30 s timeout) under `interruptible`, after
+# printing "waiting"; prints the StopSignalError's exit code when a signal cuts in.
+METADATA_WAIT = (
+    "import sys\n"
+    "from confluent_kafka.admin import AdminClient\n"
+    "from offsetlake.errors import StopSignalError\n"
+    "from offsetlake.kafka.admin import read_metadata\n"
+    "from offsetlake.local.processes import interruptible\n"
+    "admin = AdminClient({'bootstrap.servers': '127.0.0.1:' + sys.argv[1], 'log_level': '0'})\n"
+    "try:\n"
+    "    with interruptible():\n"
+    "        print('waiting', flush=True)\n"
+    "        read_metadata(admin, timeout_s=30)\n"
+    "except StopSignalError as error:\n"
+    "    print(error.exit_code, flush=True)\n"
+)
+
+
 def test_sigterm_cuts_into_a_metadata_wait_at_once() -> None:
     """librdkafka's list_topics holds a signal until its timeout; read_metadata does not."""
-    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{_closed_port()}", "log_level": "0"})
-    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
-    started = time.monotonic()
-    with pytest.raises(StopSignalError), interruptible():
-        read_metadata(admin, timeout_s=30)
-    assert time.monotonic() - started < 10
+    child = subprocess.Popen(
+        [sys.executable, "-c", METADATA_WAIT, str(_closed_port())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "waiting", child.communicate(timeout=60)[1]
+        time.sleep(0.5)  # into the wait
+        signalled = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+        answer = child.stdout.readline().strip()
+        seconds = time.monotonic() - signalled
+    finally:
+        try:
+            child.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+    assert answer == str(128 + signal.SIGTERM)
+    assert seconds < 10  # not the 30 s of the metadata timeout
 
 
 def _closed_port() -> int:

@@ -8,20 +8,22 @@ import time
 
 import pytest
 
-from offsetlake.data_sources.offsetlake_kafka import (
-    DEFAULT_MAX_RECORDS_PER_PARTITION,
+from offsetlake.data_sources.offsetlake_cluster_health import HealthOptions, HealthStreamReader
+from offsetlake.data_sources.offsetlake_group_offsets import (
     GROUP_OFFSETS_ARROW_SCHEMA,
     GROUP_OFFSETS_SCHEMA,
-    KAFKA_ARROW_SCHEMA,
-    KAFKA_SCHEMA,
     GroupOffsetsStreamReader,
     GroupSnapshotOptions,
+)
+from offsetlake.data_sources.offsetlake_kafka import (
+    DEFAULT_MAX_RECORDS_PER_PARTITION,
+    KAFKA_ARROW_SCHEMA,
+    KAFKA_SCHEMA,
     KafkaReadOptions,
     KafkaStreamReader,
 )
 from offsetlake.data_sources.spark_compat import ADMISSION_CONTROL, ReadAllAvailable
 from offsetlake.kafka.admin import KafkaAdminError
-from offsetlake.kafka.health import HealthOptions, HealthStreamReader
 from offsetlake.kafka.offset_ranges import EARLIEST, LATEST, OffsetOptionError, OffsetRange
 from offsetlake.kafka.range_reader import KafkaReadError, read_offset_range, reader_consumer_config
 
@@ -144,23 +146,21 @@ def _dead_endpoint() -> str:
 
 
 def test_unreachable_and_metadata_timeout_options() -> None:
-    parsed = KafkaReadOptions.parse(
-        BASE | {"onUnreachable": "SKIP", "metadataTimeoutMs": "1500"}, streaming=True
-    )
+    parsed = KafkaReadOptions.parse(BASE | {"onUnreachable": "SKIP", "timeoutMs": "1500"}, streaming=True)
     assert (parsed.skip_unreachable, parsed.metadata_timeout_s) == (True, 1.5)
     default = KafkaReadOptions.parse(BASE | {"kafkaConsumer.pollTimeoutMs": "2500"}, streaming=True)
     assert (default.skip_unreachable, default.metadata_timeout_s) == (False, 2.5)
     with pytest.raises(OffsetOptionError, match="fail or skip"):
         KafkaReadOptions.parse(BASE | {"onUnreachable": "ignore"}, streaming=True)
-    with pytest.raises(OffsetOptionError, match="metadataTimeoutMs"):
-        KafkaReadOptions.parse(BASE | {"metadataTimeoutMs": "0"}, streaming=True)
+    with pytest.raises(OffsetOptionError, match="timeoutMs"):
+        KafkaReadOptions.parse(BASE | {"timeoutMs": "0"}, streaming=True)
 
 
 def test_a_skipping_stream_reads_nothing_from_a_dead_cluster_and_asks_once() -> None:
     options = {
         "kafka.bootstrap.servers": _dead_endpoint(),
         "subscribe": "orders",
-        "metadataTimeoutMs": "1000",
+        "timeoutMs": "1000",
     }
     reader = KafkaStreamReader(KafkaReadOptions.parse(options | {"onUnreachable": "skip"}, streaming=True))
     started = time.monotonic()
@@ -181,7 +181,7 @@ def test_without_its_start_a_stream_cannot_skip_a_dead_cluster_and_fails_instead
     options = {
         "kafka.bootstrap.servers": _dead_endpoint(),
         "subscribe": "orders",
-        "metadataTimeoutMs": "1000",
+        "timeoutMs": "1000",
     }
     reader = KafkaStreamReader(KafkaReadOptions.parse(options | {"onUnreachable": "skip"}, streaming=True))
     with pytest.raises(KafkaAdminError, match=r"needs PySpark 4\.2"):
@@ -190,7 +190,7 @@ def test_without_its_start_a_stream_cannot_skip_a_dead_cluster_and_fails_instead
 
 def test_a_group_snapshot_of_a_dead_cluster_is_an_empty_batch_with_or_without_its_start() -> None:
     options = GroupSnapshotOptions.parse(
-        {"kafka.bootstrap.servers": _dead_endpoint(), "onUnreachable": "skip", "requestTimeoutMs": "1000"}
+        {"kafka.bootstrap.servers": _dead_endpoint(), "onUnreachable": "skip", "timeoutMs": "1000"}
     )
     told = GroupOffsetsStreamReader(options)
     assert told.latestOffset({"snapshot_ms": 5}, ReadAllAvailable()) == {"snapshot_ms": 5}

@@ -13,10 +13,12 @@ finish and are then abandoned. Every altering row still gets exactly one result:
 or ``unknown`` (an alter was sent and not answered: the target may or may not hold it; a rerun
 reads the target again and converges).
 
-Each worker thread has its own AdminClient and drops it the moment a request on it goes
-unanswered: librdkafka (up to at least 2.16) aborts the whole process when a late answer reaches a
-timed-out group request of a live client (librdkafka issue #4605), which would lose the audit of
-this very run when the target comes back. A dropped client never sees that answer.
+Each worker thread has its own AdminClient, a kept client (offsetlake.kafka.clients.new_admin,
+made by the caller's ``new_client``), and drops it the moment a request on it goes unanswered:
+librdkafka (up to at least 2.16) aborts the whole process when a late answer reaches a timed-out
+group request of a live client (librdkafka issue #4605), which would lose the audit of this very
+run when the target comes back. A dropped client never sees that answer. Every client's log lines
+are flushed (offsetlake.kafka.clients.flush_logs) when it is dropped or when the run is done.
 """
 
 from __future__ import annotations
@@ -32,12 +34,12 @@ from enum import StrEnum
 
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.apply.planner import SAFE_GROUP_STATES, PlanRow
+from offsetlake.apply.planner import PlanRow, is_safe_to_alter
 from offsetlake.apply.target_state import read_groups
 from offsetlake.errors import StopSignalError
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import ClusterUnresponsiveError, GroupActiveError, KafkaAdminError
-from offsetlake.kafka.client_logging import flush_client_logs
+from offsetlake.kafka.clients import flush_logs
 from offsetlake.mirror.positions import CommittedOffset
 
 ABANDON_AFTER_TIMEOUTS = 2
@@ -78,24 +80,37 @@ class Execution:
 
 
 class _ClientPerWorker:
-    """One AdminClient per worker thread, created on first use, dropped when it stops answering."""
+    """One kept AdminClient per worker thread, created on first use, dropped when it stops
+    answering; the live ones are flushed and let go by :meth:`flush_all` once the run is done."""
 
     def __init__(self, new_client: Callable[[], AdminClient]) -> None:
         self._new_client = new_client
         self._local = threading.local()
+        self._live: dict[int, AdminClient] = {}
+        self._lock = threading.Lock()
 
     def get(self) -> AdminClient:
         client: AdminClient | None = getattr(self._local, "client", None)
         if client is None:
             client = self._new_client()
             self._local.client = client
+            with self._lock:
+                self._live[id(client)] = client
         return client
 
     def drop(self) -> None:
         client: AdminClient | None = getattr(self._local, "client", None)
         self._local.client = None
         if client is not None:
-            flush_client_logs(client)
+            with self._lock:
+                self._live.pop(id(client), None)  # no reference may keep a dropped client alive
+            flush_logs(client)
+
+    def flush_all(self) -> None:
+        with self._lock:
+            live, self._live = list(self._live.values()), {}
+        for client in live:
+            flush_logs(client)
 
 
 @dataclass
@@ -120,8 +135,9 @@ def execute_plan(
     concurrency: int,
     deadline: float | None = None,
 ) -> Execution:
-    """Alter and verify every altering row of ``plan``; ``new_client`` makes a target AdminClient;
-    ``deadline`` is a ``time.monotonic()`` value after which no new group starts."""
+    """Alter and verify every altering row of ``plan``; ``new_client`` makes a target AdminClient the
+    executor keeps (offsetlake.kafka.clients.new_admin); ``deadline`` is a ``time.monotonic()``
+    value after which no new group starts."""
     clients = _ClientPerWorker(new_client)
     rows_by_group: dict[str, list[PlanRow]] = defaultdict(list)
     for row in plan:
@@ -182,6 +198,8 @@ def execute_plan(
         # (librdkafka 2.16 can abort the process on a late answer to a destroyed admin request).
         # After SIGINT/SIGTERM nobody waits: the process is on its way out.
         pool.shutdown(wait=interrupted is None, cancel_futures=True)
+        if interrupted is None:
+            clients.flush_all()
 
     for group, rows in rows_by_group.items():
         if group not in finished:
@@ -231,7 +249,7 @@ def _apply_group_with(
         return _GroupOutcome(_all(rows, Outcome.NOT_ATTEMPTED, f"not attempted: {error}"), str(error))
     except KafkaAdminError as error:
         return _GroupOutcome(_all(rows, Outcome.FAILED, f"group state read failed: {error}"))
-    if described.state not in SAFE_GROUP_STATES or described.members > 0:
+    if not is_safe_to_alter(described):
         became = (
             f"{described.type} group became {described.state} ({described.members} members) before the alter"
         )

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from offsetlake.apply.planner import GoldOffset, NameBounds, Selection, name_bounds
+from offsetlake.apply.planner import GoldOffset, NameBounds, Selection
 from offsetlake.errors import ExternalError
 from offsetlake.pipeline.precedence import METHODS, choose_translation
 from offsetlake.pipeline.tables import CLUSTER_HEALTH, FAILOVER_DATA_LOSS, LATEST_OFFSETS, OFFSET_HISTORY
@@ -33,9 +33,6 @@ _COLUMNS = (
     "metadata",
     "unix_micros(source_timestamp) AS source_micros",
 )
-# latest_offsets may carry when each translation was last re-observed (the pipeline writes it);
-# without it, a translation is only known to hold at its source_timestamp.
-_LAST_OBSERVED = "last_observed_at"
 _FIELDS = (
     "source_cluster",
     "consumer_group",
@@ -68,11 +65,12 @@ def read_latest_offsets(
     name = table_name(LATEST_OFFSETS.name, schema, catalog)
     if not _exists(spark, name):
         return []
-    observed = "source_timestamp"
-    if _LAST_OBSERVED in _columns(spark, name):
-        observed = f"coalesce({_LAST_OBSERVED}, source_timestamp)"
-    frame = narrowed(spark.table(name), selection)
-    return _collect(frame.selectExpr(*_COLUMNS, f"unix_micros({observed}) AS observed_micros"), name)
+    return _collect(
+        lambda: narrowed(spark.table(name), selection).selectExpr(
+            *_COLUMNS, "unix_micros(last_observed_at) AS observed_micros"
+        ),
+        name,
+    )
 
 
 def count_translations(
@@ -111,16 +109,11 @@ def narrowed(
     return frame
 
 
-def narrows(selection: Selection | None) -> bool:
-    """Whether :func:`narrowed` filters anything for this selection."""
-    return bool(_bounds(selection))
-
-
 def _bounds(selection: Selection | None) -> dict[str, NameBounds]:
+    """The selection's storage bounds by the gold column they apply to."""
     if selection is None:
         return {}
-    patterns = {"consumer_group": selection.groups, "topic": selection.topics}
-    bounds = {column: name_bounds(pattern) for column, pattern in patterns.items()}
+    bounds = {"consumer_group": selection.group_bounds, "topic": selection.topic_bounds}
     return {column: bound for column, bound in bounds.items() if bound is not None}
 
 
@@ -149,20 +142,19 @@ def read_offsets_as_of(
     Without this, methods that merely differ in precision would look like a conflict between
     source clusters. Rows ``selection`` rules out are left in storage (:func:`narrowed`).
     """
-    from pyspark.errors import AnalysisException
-
     if as_of.tzinfo is None:
         raise GoldTableError(f"--as-of needs a time zone: {as_of.isoformat()}")
     name = table_name(OFFSET_HISTORY.name, schema, catalog)
     if not _exists(spark, name):
         return []
-    try:
-        history = spark.table(name)
-    except AnalysisException as error:
-        raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
-    current = _valid_at(narrowed(history, selection), as_of)
-    chosen = choose_translation(current, precedence, freshness="valid_from")
-    return _collect(chosen.selectExpr(*_COLUMNS, "unix_micros(source_timestamp) AS observed_micros"), name)
+
+    def chosen() -> DataFrame:
+        current = _valid_at(narrowed(spark.table(name), selection), as_of)
+        return choose_translation(current, precedence, freshness="valid_from").selectExpr(
+            *_COLUMNS, "unix_micros(source_timestamp) AS observed_micros"
+        )
+
+    return _collect(chosen, name)
 
 
 @dataclass(frozen=True)
@@ -274,22 +266,14 @@ def _exists(spark: SparkSession, name: str) -> bool:
     return bool(spark.catalog.tableExists(name.replace("`", "")))
 
 
-def _columns(spark: SparkSession, name: str) -> list[str]:
+def _collect(frame: Callable[[], DataFrame], name: str) -> list[GoldOffset]:
+    """The rows of ``frame()`` as GoldOffsets, through Arrow: collect() builds a Row per row and
+    looks each field up by name (1,000,000 rows on a loaded 2-core machine: 54 s, through Arrow
+    10-15 s). A table without the contract's columns is a GoldTableError, as is a NULL key."""
     from pyspark.errors import AnalysisException
 
     try:
-        return spark.table(name).columns
-    except AnalysisException as error:
-        raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
-
-
-def _collect(frame: DataFrame, name: str) -> list[GoldOffset]:
-    """The rows as GoldOffsets, through Arrow: collect() builds a Row per row and looks each field
-    up by name (1,000,000 rows on a loaded 2-core machine: 54 s, through Arrow 10-15 s)."""
-    from pyspark.errors import AnalysisException
-
-    try:
-        table = frame.toArrow()
+        table = frame().toArrow()
     except AnalysisException as error:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
     data = {column: table.column(column).to_pylist() for column in table.column_names}
@@ -309,7 +293,7 @@ def _collect(frame: DataFrame, name: str) -> list[GoldOffset]:
                 downstream_offset=offset,
                 source_timestamp=from_micros(source_micros),
                 method=method or "",
-                observed_at=from_micros(observed_micros),
+                observed_at=None if observed_micros is None else from_micros(observed_micros),
                 metadata=metadata or "",
             )
         )

@@ -5,19 +5,24 @@ there and records the plan in the audit with action ``dry_run``; an apply carrie
 verifies it. The command line, the demo and the Databricks job task all call this function; what
 is printed is decided by the caller from the result (offsetlake.cli.render).
 
-Status: ``OK`` when everything planned was applied and verified (skips are not failures),
-``FAILED`` when anything failed (an alter, a read-back, or writing the results to the audit), or
-the run stopped early because the target stopped answering or the overall deadline passed,
-``REFUSED`` when the ``fail`` active-group policy fired: up front, before anything was altered,
-or for a group that became active during the run (the others were applied). Errors before any
-plan exists (gold, the target, settings) are raised as OffsetlakeError, secrets masked. SIGINT or
-SIGTERM during the alters still records a result for every planned row, then raises.
+Status, decided by :func:`verdict` (pure; the reasons it gives are typed values in
+offsetlake.apply.reasons): ``OK`` when everything planned was applied and verified (skips are not
+failures), ``FAILED`` when anything failed (an alter, a read-back, or writing the results to the
+audit), or the run stopped early because the target stopped answering or the overall deadline
+passed, ``REFUSED`` when the ``fail`` active-group policy fired: up front, before anything was
+altered, or for a group that became active during the run (the others were applied). Errors
+before any plan exists (gold, the target, settings) are raised as OffsetlakeError, secrets masked.
+SIGINT or SIGTERM during the alters still records a result for every planned row, then raises.
+
+The steps of a run (:func:`_run`): read gold, read the target, the keep-alive interval, plan and
+audit the plan, execute and audit the results; every Kafka client is built by
+offsetlake.kafka.clients.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -30,23 +35,38 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply import audit, gold
-from offsetlake.apply.executor import Outcome, PartitionResult, execute_plan
+from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.planner import (
     Action,
     ActiveGroupPolicy,
+    GoldOffset,
     Guards,
     PlanRow,
     Selection,
+    TargetState,
     build_plan,
     invalid_reason,
     refused_by_active_policy,
     select_offsets,
 )
+from offsetlake.apply.reasons import (
+    ActiveDuringRun,
+    AllStale,
+    Interrupted,
+    NoTranslation,
+    PartitionsFailed,
+    Problem,
+    RefusedActiveGroups,
+    ResultsNotRecorded,
+    StoppedEarly,
+    Tally,
+)
 from offsetlake.apply.target_state import read_target_state
+from offsetlake.durations import format_duration
 from offsetlake.errors import OffsetlakeError
 from offsetlake.jobs.session import get_spark
+from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
-from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
 from offsetlake.kafka.secrets import (
     DatabricksSecrets,
     SecretScrubber,
@@ -55,9 +75,9 @@ from offsetlake.kafka.secrets import (
     kafka_options_from_scope,
     target_client_config,
 )
-from offsetlake.local.clusters import read_local_clusters
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.pipeline.precedence import METHODS
+from offsetlake.run_ids import new_run_id
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -108,7 +128,7 @@ class ApplyRequest:
 
 @dataclass(frozen=True)
 class ApplyResult:
-    """What a run planned and did; ``problems`` are the lines an operator must read (secrets masked)."""
+    """What a run planned and did, and why its status is what it is (``reasons``)."""
 
     request: ApplyRequest
     run_id: str
@@ -127,8 +147,14 @@ class ApplyResult:
     """How the keep-alive interval was set (printed with the plan)."""
     data_loss: tuple[gold.GroupDataLoss, ...] = ()
     """What failing over now would cost each selected group (not for --as-of restores)."""
-    problems: tuple[str, ...] = ()
+    reasons: tuple[Problem, ...] = ()
+    """Why the status is what it is, typed (offsetlake.apply.reasons); empty when all went well."""
     scrubber: SecretScrubber = field(default_factory=SecretScrubber, repr=False)
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """The lines an operator must read: the reasons rendered."""
+        return tuple(reason.render() for reason in self.reasons)
 
     @property
     def nothing_selected(self) -> bool:
@@ -166,10 +192,9 @@ def run_apply(
 
 
 def _target_config(request: ApplyRequest, secret_options: dict[str, str]) -> dict[str, str]:
-    bootstrap = request.target_bootstrap_servers
-    if not bootstrap and "kafka.bootstrap.servers" not in secret_options:
-        bootstrap = read_local_clusters().target.bootstrap_servers
-    return target_client_config(bootstrap, secret_options)
+    """The target as the caller resolved it (offsetlake.cli.clusters): the request's bootstrap
+    servers, else the secret scope's or properties file's; never looked for anywhere else."""
+    return target_client_config(request.target_bootstrap_servers, secret_options)
 
 
 def _spark() -> SparkSession:
@@ -178,33 +203,86 @@ def _spark() -> SparkSession:
     return get_spark()
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every step of one run shares: the request, where it runs, and who it is."""
+
+    request: ApplyRequest
+    config: dict[str, str]
+    scrubber: SecretScrubber
+    spark: SparkSession
+    info: audit.RunInfo
+    started: float
+    """``time.monotonic()`` at the start: the overall deadline counts from it."""
+
+    @property
+    def schema(self) -> str:
+        return self.request.schema or LOCAL_SCHEMA
+
+    @property
+    def audit_table(self) -> str:
+        return audit.audit_table_name(self.schema, self.request.catalog)
+
+    @property
+    def target(self) -> str:
+        return self.config["bootstrap.servers"]
+
+
 def _run(
     request: ApplyRequest, *, config: dict[str, str], scrubber: SecretScrubber, spark: SparkSession
 ) -> ApplyResult:
+    """Read gold; read the target and its keep-alive interval; plan and audit the plan; then, for an
+    apply the verdict does not stop first, execute and audit the results."""
+    run, result = _begin(request, config, scrubber, spark)
+    result, offsets = _read_gold(run, result)
+    if not offsets:
+        return _judged(result)
+    with clients.admin(config) as admin:
+        target = _read_target(run, admin, offsets)
+        keep_alive_after, keep_alive = _keep_alive(request, admin)
+    planned = _plan_and_audit(run, replace(result, keep_alive=keep_alive), offsets, target, keep_alive_after)
+    if request.dry_run or verdict(planned).status is not ApplyStatus.OK:
+        return _judged(planned)
+    return _execute_and_audit(run, planned)
+
+
+def _begin(
+    request: ApplyRequest, config: dict[str, str], scrubber: SecretScrubber, spark: SparkSession
+) -> tuple[_Run, ApplyResult]:
+    """The run's identity, and its result before anything is read but the clusters' health."""
     started_at = datetime.now(UTC)
-    started = time.monotonic()
-    run_info = audit.RunInfo(
-        run_id=f"{started_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}",
-        mode=audit.Mode.DRY_RUN if request.dry_run else audit.Mode.APPLY,
-        started_at=started_at,
-        as_of=request.as_of,
-    )
-    schema = request.schema or LOCAL_SCHEMA
-    audit_table = audit.audit_table_name(schema, request.catalog)
-    bootstrap = config["bootstrap.servers"]
-    result = ApplyResult(
+    run = _Run(
         request=request,
-        run_id=run_info.run_id,
+        config=config,
+        scrubber=scrubber,
+        spark=spark,
+        info=audit.RunInfo(
+            run_id=new_run_id(started_at),
+            mode=audit.Mode.DRY_RUN if request.dry_run else audit.Mode.APPLY,
+            started_at=started_at,
+            as_of=request.as_of,
+        ),
+        started=time.monotonic(),
+    )
+    health = gold.read_cluster_health(spark, run.schema, request.catalog)
+    return run, ApplyResult(
+        request=request,
+        run_id=run.info.run_id,
         status=ApplyStatus.OK,
-        target=bootstrap,
-        audit_table=audit_table,
+        target=run.target,
+        audit_table=run.audit_table,
         scrubber=scrubber,
         started_at=started_at,
-        health=tuple(gold.read_cluster_health(spark, schema, request.catalog)),
+        health=tuple(health),
     )
 
-    offsets = (
-        gold.read_offsets_as_of(
+
+def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOffset]]:
+    """The selected translations (latest, or as of --as-of), how many gold holds, and what failing
+    over now would lose per selected group."""
+    request, spark, schema = run.request, run.spark, run.schema
+    if request.as_of:
+        offsets = gold.read_offsets_as_of(
             spark,
             request.as_of,
             schema,
@@ -212,135 +290,27 @@ def _run(
             precedence=request.method_precedence,
             selection=request.selection,
         )
-        if request.as_of
-        else gold.read_latest_offsets(spark, schema, request.catalog, request.selection)
-    )
+    else:
+        offsets = gold.read_latest_offsets(spark, schema, request.catalog, request.selection)
     gold_rows = len(offsets)
-    if not offsets and gold.narrows(request.selection):
+    if not offsets and request.selection.narrows:
         # Only the literal names were read: is gold empty, or did the selection match nothing?
         gold_rows = gold.count_translations(spark, schema, request.catalog, request.as_of)
-    result = replace(result, gold_rows=gold_rows)
-    if not result.gold_rows:
-        where = f"valid at {request.as_of.isoformat()} in" if request.as_of else "in"
-        return _refuse_if_applying(
-            result,
-            f"run {run_info.run_id}: no translation {where} gold ({schema}): nothing can be applied; "
-            "has the pipeline run against these clusters? (see cluster_health)",
-        )
+    if not gold_rows:
+        return replace(result, gold_rows=0), []
     if request.as_of is None:
         loss = gold.read_failover_data_loss(spark, schema, request.catalog, request.selection)
         result = replace(result, data_loss=tuple(loss))
-    offsets = select_offsets(offsets, request.selection)
-    if not offsets:
-        return result
+    return replace(result, gold_rows=gold_rows), select_offsets(offsets, request.selection)
 
-    admin = AdminClient(with_client_logger(config))
+
+def _read_target(run: _Run, admin: AdminClient, offsets: Sequence[GoldOffset]) -> TargetState:
+    """The target's groups and logs for every valid gold row; an error names the target."""
+    keys = {offset.key for offset in offsets if invalid_reason(offset) is None}
     try:
-        target = read_target_state(
-            admin,
-            {offset.key for offset in offsets if invalid_reason(offset) is None},
-            timeout_s=request.timeout_s,
-        )
+        return read_target_state(admin, keys, timeout_s=run.request.timeout_s)
     except KafkaAdminError as error:
-        flush_client_logs(admin)
-        raise KafkaAdminError(f"target cluster {bootstrap}: {error}") from error
-    applied_before = audit.read_last_applied(spark, audit_table, request.selection)
-    keep_alive_after, keep_alive = _keep_alive(request, admin)
-    guards = Guards(
-        reference_time=request.as_of or started_at,
-        max_age=request.max_age,
-        allow_rewind=request.allow_rewind,
-        active_group_policy=request.active_group_policy,
-        last_applied={key: last.source_timestamp for key, last in applied_before.items()},
-        keep_alive_after=keep_alive_after,
-        last_committed_at={key: last.committed_at for key, last in applied_before.items()},
-    )
-    plan = tuple(build_plan(offsets, target, guards))
-    audit.append_audit(spark, audit_table, _scrubbed(audit.plan_records(plan, run_info), scrubber))
-    refusing = tuple(refused_by_active_policy(plan, guards))
-    planned = replace(result, plan=plan, refusing_groups=refusing, keep_alive=keep_alive)
-    if request.dry_run:
-        return planned
-    if refusing:
-        return replace(
-            planned,
-            status=ApplyStatus.REFUSED,
-            problems=(
-                f"run {run_info.run_id}: refused, nothing altered: groups active on the target: "
-                f"{', '.join(refusing)} (stop their consumers, or pass --active-group-policy skip)",
-            ),
-        )
-
-    if _all_older_than(plan, request.max_age, guards.reference_time):
-        newest = max(row.last_observed_at for row in plan if row.last_observed_at is not None)
-        return replace(
-            planned,
-            status=ApplyStatus.FAILED,
-            problems=(
-                f"run {run_info.run_id}: every selected translation is older than --max-age "
-                f"(the newest was observed at {newest.isoformat(timespec='seconds')}): the pipeline has "
-                "not refreshed gold since; refresh it, or pass a larger --max-age to fail over anyway",
-            ),
-        )
-
-    execution = execute_plan(
-        lambda: AdminClient(with_client_logger(config)),
-        plan,
-        timeout_s=request.timeout_s,
-        concurrency=request.concurrency,
-        deadline=None if request.deadline_s is None else started + request.deadline_s,
-    )
-    flush_client_logs(admin)
-    results = execution.results
-    done = replace(planned, results=results)
-    try:
-        audit.append_audit(
-            spark, audit_table, _scrubbed(audit.result_records(plan, results, run_info), scrubber)
-        )
-    except Exception as error:
-        if execution.interrupted:
-            raise execution.interrupted from error
-        return replace(
-            done,
-            status=ApplyStatus.FAILED,
-            problems=(
-                f"run {run_info.run_id}: offsets were altered but the results could not be written to "
-                f"{audit_table}: {scrubber.scrub(str(error))}; rerun the same command to converge",
-            ),
-        )
-    if execution.interrupted:
-        raise execution.interrupted.rewritten(
-            lambda message: (
-                f"{message}; run {run_info.run_id}: {_tally(results)} (every row recorded "
-                f"in {audit_table}); rerun the same command to converge"
-            )
-        )
-    if execution.stopped_because:
-        return replace(
-            done,
-            status=ApplyStatus.FAILED,
-            problems=(
-                f"run {run_info.run_id}: stopped early, {execution.stopped_because}: {_tally(results)} "
-                f"on {bootstrap} (every row recorded in {audit_table}); rerun the same command when the "
-                "target answers: it reads the target again and converges",
-            ),
-        )
-
-    failed = [r for r in results if r.outcome in (Outcome.FAILED, Outcome.VERIFY_FAILED)]
-    late_active = [r for r in results if r.outcome is Outcome.SKIPPED_ACTIVE_GROUP]
-    if failed:
-        return replace(
-            done,
-            status=ApplyStatus.FAILED,
-            problems=(f"run {run_info.run_id}: {len(failed)} partitions failed on {bootstrap}",),
-        )
-    if late_active and request.active_group_policy is ActiveGroupPolicy.FAIL:
-        return replace(
-            done,
-            status=ApplyStatus.REFUSED,
-            problems=(f"run {run_info.run_id}: groups became active during the run and were not altered",),
-        )
-    return done
+        raise KafkaAdminError(f"target cluster {run.target}: {error}") from error
 
 
 def _keep_alive(request: ApplyRequest, admin: AdminClient) -> tuple[timedelta | None, str]:
@@ -357,19 +327,117 @@ def _keep_alive(request: ApplyRequest, admin: AdminClient) -> tuple[timedelta | 
     interval = retention * request.keep_alive_fraction
     minutes = int(retention.total_seconds() // 60)
     return interval, (
-        f"keep-alive: unchanged offsets offsetlake committed are committed again after {_duration(interval)} "
+        "keep-alive: unchanged offsets offsetlake committed are committed again after "
+        f"{format_duration(interval)} "
         f"({request.keep_alive_fraction:g} x offsets.retention.minutes={minutes}, {source})"
     )
 
 
-def _duration(interval: timedelta) -> str:
-    seconds = int(interval.total_seconds())
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+def _plan_and_audit(
+    run: _Run,
+    result: ApplyResult,
+    offsets: Sequence[GoldOffset],
+    target: TargetState,
+    keep_alive_after: timedelta | None,
+) -> ApplyResult:
+    """The plan, under the guards the request and the audit's memory set, recorded before any alter."""
+    request = run.request
+    applied_before = audit.read_last_applied(run.spark, run.audit_table, request.selection)
+    guards = Guards(
+        reference_time=result.reference_time,
+        max_age=request.max_age,
+        allow_rewind=request.allow_rewind,
+        active_group_policy=request.active_group_policy,
+        last_applied={key: last.source_timestamp for key, last in applied_before.items()},
+        keep_alive_after=keep_alive_after,
+        last_committed_at={key: last.committed_at for key, last in applied_before.items()},
+    )
+    plan = tuple(build_plan(offsets, target, guards))
+    _append_audit(run, audit.plan_records(plan, run.info))
+    return replace(result, plan=plan, refusing_groups=tuple(refused_by_active_policy(plan, guards)))
 
 
-def _tally(results: Sequence[PartitionResult]) -> str:
-    counts = Counter(result.outcome.value for result in results)
-    return ", ".join(f"{outcome} {count}" for outcome, count in sorted(counts.items()))
+def _execute_and_audit(run: _Run, planned: ApplyResult) -> ApplyResult:
+    """Alter and verify the plan, record one result per plan row, then judge; SIGINT/SIGTERM is
+    raised again once the results are recorded."""
+    request = run.request
+    execution = execute_plan(
+        functools.partial(clients.new_admin, run.config),
+        planned.plan,
+        timeout_s=request.timeout_s,
+        concurrency=request.concurrency,
+        deadline=None if request.deadline_s is None else run.started + request.deadline_s,
+    )
+    done = replace(planned, results=execution.results)
+    try:
+        _append_audit(run, audit.result_records(done.plan, done.results, run.info))
+    except Exception as error:
+        if execution.interrupted:
+            raise execution.interrupted from error
+        return _judged(done, execution, unrecorded=run.scrubber.scrub(str(error)))
+    if execution.interrupted:
+        tally = _tally(done.results)
+        raise execution.interrupted.rewritten(
+            lambda message: Interrupted(message, run.info.run_id, tally, run.audit_table).render()
+        )
+    return _judged(done, execution)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: ApplyStatus
+    reasons: tuple[Problem, ...] = ()
+
+
+def verdict(
+    result: ApplyResult, execution: Execution | None = None, *, unrecorded: str | None = None
+) -> Verdict:
+    """The status of a run and why, from what it read and planned (``result``), what executing the
+    plan did (None: nothing was executed, e.g. a dry run) and, if writing the results to the audit
+    failed, its error (``unrecorded``). Pure: no Spark, no Kafka, no clock.
+
+    Before executing, a status other than OK means the plan must not be executed."""
+    request, run_id = result.request, result.run_id
+    if not result.gold_rows:
+        problem = NoTranslation(run_id, request.schema or LOCAL_SCHEMA, request.as_of)
+        return Verdict(ApplyStatus.OK if request.dry_run else ApplyStatus.FAILED, (problem,))
+    if request.dry_run or not result.plan:
+        return Verdict(ApplyStatus.OK)
+    if result.refusing_groups:
+        return Verdict(ApplyStatus.REFUSED, (RefusedActiveGroups(run_id, result.refusing_groups),))
+    if _all_older_than(result.plan, request.max_age, result.reference_time):
+        newest = max(row.last_observed_at for row in result.plan if row.last_observed_at is not None)
+        return Verdict(ApplyStatus.FAILED, (AllStale(run_id, newest),))
+    if execution is None:
+        return Verdict(ApplyStatus.OK)
+    if unrecorded is not None:
+        return Verdict(ApplyStatus.FAILED, (ResultsNotRecorded(run_id, result.audit_table, unrecorded),))
+    if execution.stopped_because:
+        tally = _tally(execution.results)
+        stopped = StoppedEarly(run_id, execution.stopped_because, tally, result.target, result.audit_table)
+        return Verdict(ApplyStatus.FAILED, (stopped,))
+    outcomes = Counter(partition.outcome for partition in execution.results)
+    failed = outcomes[Outcome.FAILED] + outcomes[Outcome.VERIFY_FAILED]
+    if failed:
+        return Verdict(ApplyStatus.FAILED, (PartitionsFailed(run_id, failed, result.target),))
+    if outcomes[Outcome.SKIPPED_ACTIVE_GROUP] and request.active_group_policy is ActiveGroupPolicy.FAIL:
+        return Verdict(ApplyStatus.REFUSED, (ActiveDuringRun(run_id),))
+    return Verdict(ApplyStatus.OK)
+
+
+def _judged(
+    result: ApplyResult, execution: Execution | None = None, *, unrecorded: str | None = None
+) -> ApplyResult:
+    judged = verdict(result, execution, unrecorded=unrecorded)
+    return replace(result, status=judged.status, reasons=judged.reasons)
+
+
+def _append_audit(run: _Run, records: Sequence[tuple[Any, ...]]) -> None:
+    audit.append_audit(run.spark, run.audit_table, _scrubbed(records, run.scrubber))
+
+
+def _tally(results: Sequence[PartitionResult]) -> Tally:
+    return Tally.of(result.outcome.value for result in results)
 
 
 def _all_older_than(plan: Sequence[PlanRow], max_age: timedelta | None, now: datetime) -> bool:
@@ -378,12 +446,6 @@ def _all_older_than(plan: Sequence[PlanRow], max_age: timedelta | None, now: dat
         row.action is Action.SKIP_STALE and (age := row.age(now)) is not None and age > max_age
         for row in plan
     )
-
-
-def _refuse_if_applying(result: ApplyResult, problem: str) -> ApplyResult:
-    """A dry run reports the problem and succeeds; an apply that can apply nothing fails."""
-    status = ApplyStatus.OK if result.request.dry_run else ApplyStatus.FAILED
-    return replace(result, status=status, problems=(problem,))
 
 
 def _scrubbed(records: Sequence[tuple[Any, ...]], scrubber: SecretScrubber) -> list[tuple[Any, ...]]:

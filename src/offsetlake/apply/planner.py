@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from offsetlake.apply.reasons import Flag
+from offsetlake.durations import format_duration
 from offsetlake.errors import UsageError
+from offsetlake.mirror.filters import NameFilter
 from offsetlake.mirror.positions import CommittedOffset, GroupPartition, LogBounds, TopicPartitionKey
 
 # Group states in which nobody consumes, so an alter cannot race a member's commits. A group the
@@ -83,40 +86,96 @@ class GoldOffset:
 
 
 @dataclass(frozen=True)
-class TargetState:
-    """What the target cluster looks like for the groups and partitions being planned."""
+class TargetGroup:
+    """One consumer group on the target, in Kafka's own words: its state (``Empty``, ``Stable`` ...;
+    ``NotFound`` when the group does not exist), its type (``classic``, ``consumer`` (KIP-848);
+    ``unknown`` when the broker does not say), its number of members, and its committed offsets of
+    the partitions being planned."""
 
-    group_states: Mapping[str, str]
-    committed: Mapping[GroupPartition, CommittedOffset]
+    state: str
+    type: str = "unknown"
+    members: int = 0
+    committed: Mapping[TopicPartitionKey, CommittedOffset] = field(default_factory=dict)
+
+
+UNDESCRIBED = TargetGroup("Unknown")
+"""A group the target read did not describe: its state is unknown, so it counts as active."""
+
+
+def is_safe_to_alter(group: TargetGroup) -> bool:
+    """Nobody consumes: a safe state (SAFE_GROUP_STATES) and no members (a KIP-848 group in use
+    can be described as Empty by some brokers, with its members)."""
+    return group.state in SAFE_GROUP_STATES and group.members == 0
+
+
+@dataclass(frozen=True)
+class TargetState:
+    """What the target cluster looks like for the groups and partitions being planned: one entry
+    per group, and the log of each topic-partition."""
+
+    groups: Mapping[str, TargetGroup]
     log_bounds: Mapping[TopicPartitionKey, LogBounds]
     partition_counts: Mapping[str, int]
-    group_types: Mapping[str, str] = field(default_factory=dict)
-    """``classic`` or ``consumer`` (KIP-848); ``unknown`` when the broker does not say."""
-    group_members: Mapping[str, int] = field(default_factory=dict)
+
+    def group(self, name: str) -> TargetGroup:
+        return self.groups.get(name, UNDESCRIBED)
+
+
+@dataclass(frozen=True)
+class NameBounds:
+    """Whole names and name prefixes that together cover every name a selection regex matches."""
+
+    names: frozenset[str]
+    prefixes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Selection:
-    """Which groups and topics a run may touch (regexes must match the whole name)."""
+    """Which groups and topics a run may touch: the ``--groups``, ``--exclude-groups``, ``--topics``
+    and ``--exclude-topics`` regexes (each must match the whole name, as MM2's filters do:
+    offsetlake.mirror.filters), compiled once, here, and the bounds a reader can hand to storage.
+
+    Everything that asks which names a run covers asks this object: the planner
+    (:func:`select_offsets`), gold and the audit (``group_bounds``/``topic_bounds`` narrow the
+    scan), the data-loss estimate (:meth:`selects_group`). A bad regex raises PlanError naming its
+    flag when the Selection is built.
+    """
 
     groups: str = ".*"
     exclude_groups: str | None = None
     topics: str = ".*"
     exclude_topics: str | None = None
+    group_filter: NameFilter = field(init=False, repr=False, compare=False)
+    topic_filter: NameFilter = field(init=False, repr=False, compare=False)
+    group_bounds: NameBounds | None = field(init=False, repr=False, compare=False)
+    """Literal group names and prefixes covering every group ``groups`` matches (None: any group)."""
+    topic_bounds: NameBounds | None = field(init=False, repr=False, compare=False)
+    """Likewise for ``topics``."""
 
-    def compiled(
-        self,
-    ) -> tuple[re.Pattern[str], re.Pattern[str] | None, re.Pattern[str], re.Pattern[str] | None]:
-        return (
-            _compile(self.groups, "--groups"),
-            _compile(self.exclude_groups, "--exclude-groups") if self.exclude_groups else None,
-            _compile(self.topics, "--topics"),
-            _compile(self.exclude_topics, "--exclude-topics") if self.exclude_topics else None,
-        )
+    def __post_init__(self) -> None:
+        derived = {
+            "group_filter": _filter(self.groups, Flag.GROUPS, self.exclude_groups, Flag.EXCLUDE_GROUPS),
+            "topic_filter": _filter(self.topics, Flag.TOPICS, self.exclude_topics, Flag.EXCLUDE_TOPICS),
+            "group_bounds": name_bounds(self.groups),
+            "topic_bounds": name_bounds(self.topics),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def narrows(self) -> bool:
+        """Whether the bounds rule any name out before the regexes run (literal names or prefixes)."""
+        return self.group_bounds is not None or self.topic_bounds is not None
 
     def selects_group(self, group: str) -> bool:
-        groups, exclude_groups, _, _ = self.compiled()
-        return bool(groups.fullmatch(group)) and not (exclude_groups and exclude_groups.fullmatch(group))
+        return self.group_filter.matches(group)
+
+    def selects(self, group: str, topic: str) -> bool:
+        return self.group_filter.matches(group) and self.topic_filter.matches(topic)
+
+
+def _filter(include: str, include_flag: Flag, exclude: str | None, exclude_flag: Flag) -> NameFilter:
+    return NameFilter(_compile(include, include_flag), _compile(exclude, exclude_flag) if exclude else None)
 
 
 @dataclass(frozen=True)
@@ -192,14 +251,6 @@ class PlanRow:
 _REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")
 
 
-@dataclass(frozen=True)
-class NameBounds:
-    """Whole names and name prefixes that together cover every name a selection regex matches."""
-
-    names: frozenset[str]
-    prefixes: tuple[str, ...]
-
-
 def name_bounds(pattern: str) -> NameBounds | None:
     """The bounds of ``pattern`` when it is made of literal names and literal prefixes only
     (``orders-app|billing``, ``orders-.*``); None for any other regex (nothing can be said without
@@ -222,15 +273,7 @@ def name_bounds(pattern: str) -> NameBounds | None:
 
 def select_offsets(offsets: Iterable[GoldOffset], selection: Selection) -> list[GoldOffset]:
     """The gold offsets whose group and topic pass the include/exclude regexes."""
-    groups, exclude_groups, topics, exclude_topics = selection.compiled()
-    return [
-        offset
-        for offset in offsets
-        if groups.fullmatch(offset.consumer_group)
-        and not (exclude_groups and exclude_groups.fullmatch(offset.consumer_group))
-        and topics.fullmatch(offset.topic)
-        and not (exclude_topics and exclude_topics.fullmatch(offset.topic))
-    ]
+    return [offset for offset in offsets if selection.selects(offset.consumer_group, offset.topic)]
 
 
 def build_plan(offsets: Sequence[GoldOffset], target: TargetState, guards: Guards) -> list[PlanRow]:
@@ -288,7 +331,8 @@ def _plan_partition(
     key: GroupPartition, candidates: list[GoldOffset], target: TargetState, guards: Guards
 ) -> PlanRow:
     group, topic, partition = key
-    committed = target.committed.get(key)
+    described = target.group(group)
+    committed = described.committed.get((topic, partition))
     current = committed.offset if committed is not None else None
     if len(candidates) == 1:  # the common case, without the set and sort work (1M rows in a failover)
         (newest,) = candidates
@@ -302,7 +346,7 @@ def _plan_partition(
         methods = ",".join(sorted({candidate.method for candidate in candidates if candidate.method}))
         last_seen = max(candidate.observed_at or candidate.source_timestamp for candidate in candidates)
     translated_offset = newest.downstream_offset if len(distinct_offsets) == 1 else None
-    group_type = target.group_types.get(group, "")
+    group_type = described.type
 
     def row(action: Action, reason: str, planned: int | None = None, metadata: str | None = None) -> PlanRow:
         return PlanRow(
@@ -341,15 +385,13 @@ def _plan_partition(
     stale = _staleness(key, newest.source_timestamp, last_seen, guards)
     if stale is not None:
         return row(Action.SKIP_STALE, stale)
-    state = target.group_states.get(group, "Unknown")
-    members = target.group_members.get(group, 0)
-    if state not in SAFE_GROUP_STATES or members > 0:
-        kind = target.group_types.get(group, "unknown")
+    if not is_safe_to_alter(described):
+        state, members = described.state, described.members
         return row(
             Action.SKIP_ACTIVE_GROUP,
-            f"{kind} group is {state} on the target with {members} members (has active members)"
+            f"{described.type} group is {state} on the target with {members} members (has active members)"
             if members
-            else f"{kind} group is {state} on the target (has active members)",
+            else f"{described.type} group is {state} on the target (has active members)",
         )
     bounds = target.log_bounds.get((topic, partition))
     if bounds is None:
@@ -367,7 +409,7 @@ def _plan_partition(
         return row(
             Action.SKIP_WOULD_REWIND,
             f"group is at {current}, ahead of {planned}: would re-read {current - planned} records "
-            "(pass --allow-rewind)",
+            f"(pass {Flag.ALLOW_REWIND})",
             planned,
         )
     if current == planned:
@@ -390,14 +432,14 @@ def _staleness(
         age = guards.reference_time - last_seen
         if age > guards.max_age:
             return (
-                f"translation last observed {_format_age(age)} ago, older than --max-age "
-                f"{_format_age(guards.max_age)}"
+                f"translation last observed {format_duration(age)} ago, older than {Flag.MAX_AGE} "
+                f"{format_duration(guards.max_age)}"
             )
     applied = guards.last_applied.get(key)
     if applied is not None and source_timestamp < applied and not guards.allow_rewind:
         return (
             f"translation from {source_timestamp.isoformat()} is older than the one already applied "
-            f"({applied.isoformat()}); pass --allow-rewind to restore it"
+            f"({applied.isoformat()}); pass {Flag.ALLOW_REWIND} to restore it"
         )
     return None
 
@@ -411,23 +453,12 @@ def _keep_alive_due(key: GroupPartition, guards: Guards) -> str | None:
     if since <= guards.keep_alive_after:
         return None
     return (
-        f"last committed by offsetlake {_format_age(since)} ago, more than the keep-alive interval "
-        f"{_format_age(guards.keep_alive_after)}: committed again so retention does not expire it"
+        f"last committed by offsetlake {format_duration(since)} ago, more than the keep-alive interval "
+        f"{format_duration(guards.keep_alive_after)}: committed again so retention does not expire it"
     )
 
 
-def _format_age(age: timedelta) -> str:
-    """``1d2h``, ``15m``, ``42s``: the same units --max-age accepts."""
-    remaining = int(age.total_seconds())
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if remaining >= size:
-            parts.append(f"{remaining // size}{unit}")
-            remaining %= size
-    return "".join(parts) or "0s"
-
-
-def _compile(pattern: str, flag: str) -> re.Pattern[str]:
+def _compile(pattern: str, flag: Flag) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
     except re.error as error:

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import replace
 
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.apply.planner import TargetState
+from offsetlake.apply.planner import TargetGroup, TargetState
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.admin import KafkaAdminError
-from offsetlake.mirror.positions import GroupPartition
+from offsetlake.mirror.positions import CommittedOffset, GroupPartition, TopicPartitionKey
 
 # Kafka's own names for the group states (ConsumerGroupState in the Java client).
 _STATE_NAMES = {
@@ -66,35 +66,27 @@ def read_target_state(
     if failures:
         group = min(failures)
         raise KafkaAdminError(f"cannot read committed offsets of group {group}: {failures[group]}")
-    committed = {
-        (group, topic, partition): offset
+    committed: dict[str, dict[TopicPartitionKey, CommittedOffset]] = {
+        group: {
+            (topic, partition): offset
+            for (topic, partition), offset in offsets.items()
+            if (group, topic, partition) in keys and (topic, partition) in existing
+        }
         for group, offsets in committed_per_group.items()
-        for (topic, partition), offset in offsets.items()
-        if (group, topic, partition) in keys and (topic, partition) in existing
     }
     return TargetState(
-        group_states={group: description.state for group, description in described.items()},
-        group_types={group: description.type for group, description in described.items()},
-        group_members={group: description.members for group, description in described.items()},
-        committed=committed,
+        groups={
+            group: replace(description, committed=committed.get(group, {}))
+            for group, description in described.items()
+        },
         log_bounds=kafka_admin.list_log_bounds(admin, sorted(existing), timeout_s=timeout_s),
         partition_counts=partition_counts,
     )
 
 
-@dataclass(frozen=True)
-class TargetGroup:
-    """A target group in Kafka's own words: state (``Empty``, ``Stable`` ...; ``NotFound`` when the
-    group does not exist), type (``classic``, ``consumer``; ``unknown`` when the broker does not
-    say) and its number of members."""
-
-    state: str
-    type: str
-    members: int
-
-
 def read_groups(admin: AdminClient, groups: Iterable[str], *, timeout_s: float) -> dict[str, TargetGroup]:
-    """Every group's state, type and member count; raises the first group's error if any failed."""
+    """Every group's state, type and member count (no committed offsets); raises the first group's
+    error if any failed."""
     described, failures = kafka_admin.describe_groups(admin, groups, timeout_s=timeout_s)
     if failures:
         raise failures[min(failures)]

@@ -16,6 +16,7 @@ from offsetlake.apply.job import (
 )
 from offsetlake.apply.planner import ActiveGroupPolicy, Selection
 from offsetlake.cli import render
+from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import (
     add_cluster_options,
@@ -28,7 +29,7 @@ from offsetlake.cli.options import (
     parse_regex,
     positive_int,
 )
-from offsetlake.cli.pipeline import kafka_properties
+from offsetlake.durations import format_duration
 from offsetlake.pipeline.precedence import METHODS
 
 
@@ -55,23 +56,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def handle_plan(args: argparse.Namespace, context: Context) -> int:
-    return _handle(request_from_args(args, dry_run=True), context)
+    clusters = resolve_clusters(args, sources=False, secrets=context.secrets)
+    return _handle(request_from_args(args, clusters, dry_run=True), context)
 
 
 def handle_apply(args: argparse.Namespace, context: Context) -> int:
-    return _handle(request_from_args(args, dry_run=False), context)
+    clusters = resolve_clusters(args, sources=False, secrets=context.secrets)
+    return _handle(request_from_args(args, clusters, dry_run=False), context)
 
 
-def request_from_args(args: argparse.Namespace, *, dry_run: bool) -> ApplyRequest:
+def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, dry_run: bool) -> ApplyRequest:
     return ApplyRequest(
         dry_run=dry_run,
-        selection=Selection(args.groups, args.exclude_groups, args.topics, args.exclude_topics),
+        selection=Selection(
+            groups=args.groups,
+            exclude_groups=args.exclude_groups,
+            topics=args.topics,
+            exclude_topics=args.exclude_topics,
+        ),
         as_of=args.as_of,
         method_precedence=args.method_precedence,
         allow_rewind=args.allow_rewind,
         active_group_policy=args.active_group_policy,
         max_age=args.max_age,
-        target_bootstrap_servers=args.target_bootstrap_servers,
+        target_bootstrap_servers=clusters.target,
         catalog=args.catalog,
         schema=args.schema,
         secret_scope=args.secret_scope,
@@ -79,7 +87,7 @@ def request_from_args(args: argparse.Namespace, *, dry_run: bool) -> ApplyReques
         timeout_s=args.timeout,
         deadline_s=args.deadline,
         keep_alive_fraction=args.keep_alive_fraction,
-        kafka_properties=kafka_properties(args),
+        kafka_properties=clusters.kafka_properties,
     )
 
 
@@ -134,7 +142,7 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         help="a group with members on the target is never touched; `fail` refuses the "
         "whole run, `skip` leaves just that group (default: fail)",
     )
-    default_max_age = f"{int(DEFAULT_MAX_AGE.total_seconds() // 3600)}h"
+    default_max_age = format_duration(DEFAULT_MAX_AGE)
     parser.add_argument(
         "--max-age",
         type=parse_duration,

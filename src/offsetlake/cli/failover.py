@@ -6,9 +6,10 @@ import argparse
 
 from offsetlake.cli import render
 from offsetlake.cli.apply import add_apply_options, request_from_args
+from offsetlake.cli.clusters import resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
-from offsetlake.cli.pipeline import add_set_option, kafka_properties, settings_from_args
+from offsetlake.cli.pipeline import add_set_option, settings_from_args
 from offsetlake.jobs.failover import DEFAULT_REFRESH_TIMEOUT_S, FailoverRequest, run_failover
 from offsetlake.local.home import local_home
 
@@ -41,14 +42,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def handle_failover(args: argparse.Namespace, context: Context) -> int:
-    home = local_home()
-    settings = None if args.no_refresh else settings_from_args(args, home)
+    clusters = resolve_clusters(args, sources=not args.no_refresh, secrets=context.secrets)
     request = FailoverRequest(
-        apply=request_from_args(args, dry_run=False),
-        settings=settings,
-        home=home,
+        apply=request_from_args(args, clusters, dry_run=False),
+        settings=None if args.no_refresh else settings_from_args(args, clusters),
+        home=local_home(),
         refresh_timeout_s=args.refresh_timeout,
-        kafka_properties=kafka_properties(args),
+        kafka_properties=clusters.kafka_properties,
     )
 
     def echo(line: str) -> None:

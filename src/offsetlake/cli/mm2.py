@@ -1,4 +1,4 @@
-"""``offsetlake mm2 reset-offsets``: parse, run ``mm2_reset.run_reset``, print, audit.
+"""``offsetlake mm2 reset-offsets``: flags -> ResetRequest -> run_reset -> render.
 
 Every run, dry or not, appends one row per planned key to the ``mm2_reset_audit`` table (like
 ``apply_audit``): what was found, what was (or would be) done, and whether it verified.
@@ -7,38 +7,13 @@ Every run, dry or not, appends one row per planned key to the ``mm2_reset_audit`
 from __future__ import annotations
 
 import argparse
-import json
-import uuid
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from offsetlake.cli import render
+from offsetlake.cli.clusters import resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_regex
-from offsetlake.cli.pipeline import kafka_properties
-from offsetlake.errors import UsageError
-from offsetlake.kafka.connect_rest import ConnectRest
 from offsetlake.kafka.secrets import kafka_options_from_properties, target_client_config
-from offsetlake.local.clusters import read_local_clusters
-from offsetlake.mm2_reset.reset import (
-    ResetAction,
-    ResetRequest,
-    ResetResult,
-    run_reset,
-    run_rest_reset,
-    truncate_offset_syncs,
-)
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-AUDIT_TABLE = "mm2_reset_audit"
-AUDIT_SCHEMA = (
-    "run_id STRING, mode STRING, connector STRING, offsets_topic STRING, kafka_partition INT, "
-    "kafka_offset BIGINT, java_partition INT, source_partition STRING, stored_offset STRING, action STRING, "
-    "verified BOOLEAN, recorded_at TIMESTAMP"
-)
-RESET_HEADERS = ("source partition", "stored offset", "kafka partition", "java partition", "action")
+from offsetlake.mm2_reset.job import ClientConfig, ResetRequest, run_reset
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,198 +58,47 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "offset-syncs.topic.location=source; default: the target)",
     )
     add_cluster_options(reset, sources=False)
+    reset.add_argument("--catalog", help="Unity Catalog catalog of the mm2_reset_audit table (Databricks)")
+    reset.add_argument("--schema", help="schema of the mm2_reset_audit table (default: offsetlake)")
     reset.set_defaults(handler=handle_reset_offsets)
 
 
 def handle_reset_offsets(args: argparse.Namespace, context: Context) -> int:
-    status = _reset_through_rest(args, context) if args.connect_url else _reset_with_tombstones(args, context)
-    if status == 0 and args.truncate_offset_syncs:
-        status = _truncate(args, context)
-    return status
+    result = run_reset(request_from_args(args), client_config=_client_config(args, context))
+    out, err = render.mm2_reset_report(result)
+    for line in out:
+        print(line, file=context.out)
+    for line in err:
+        print(line, file=context.err)
+    if result.error is not None:
+        raise result.error
+    return int(result.status)
 
 
-def _client_options(args: argparse.Namespace, bootstrap: str | None) -> dict[str, str]:
-    """librdkafka settings from --kafka-properties, for ``bootstrap`` (the local target by default)."""
-    properties = kafka_properties(args)
-    options = kafka_options_from_properties(properties) if properties else {}
-    if not bootstrap and "kafka.bootstrap.servers" not in options:
-        bootstrap = read_local_clusters().target.bootstrap_servers
-    return target_client_config(bootstrap, options)
-
-
-def _truncate(args: argparse.Namespace, context: Context) -> int:
-    config = _client_options(args, args.offset_syncs_bootstrap or args.target_bootstrap_servers)
-    topic = args.truncate_offset_syncs
-    rows = truncate_offset_syncs(config, topic, execute=args.execute, timeout_s=30.0)
-    print(
-        render.table(
-            ("partition", "log start", "log end", "records deleted" if args.execute else "records to delete",
-             "log start after"),
-            [(row.partition, row.log_start, row.log_end, row.log_end - row.log_start, row.log_start_after)
-             for row in rows],
-        ),
-        file=context.out,
-    )  # fmt: skip
-    now, run_id, mode = datetime.now(UTC), _run_id(), "execute" if args.execute else "dry_run"
-    _append_audit(
-        [
-            (run_id, mode, args.connector, topic, row.partition, row.log_end, None, None, None,
-             "delete_records", row.verified if args.execute else None, now)
-            for row in rows
-        ]
-    )  # fmt: skip
-    failed = [row.partition for row in rows if args.execute and not row.verified]
-    if failed:
-        print(
-            f"offsetlake mm2 reset-offsets: error: {topic} partitions {failed} still hold records",
-            file=context.err,
-        )
-        return 1
-    verdict = "deleted and verified" if args.execute else "dry run, nothing deleted"
-    print(
-        f"{topic}: {sum(r.log_end - r.log_start for r in rows)} offset-sync records; {verdict}",
-        file=context.out,
-    )
-    return 0
-
-
-def _reset_with_tombstones(args: argparse.Namespace, context: Context) -> int:
-    if not args.offsets_topic:
-        raise UsageError("mm2 reset-offsets: --offsets-topic is required without --connect-url")
-    request = ResetRequest(
+def request_from_args(args: argparse.Namespace) -> ResetRequest:
+    return ResetRequest(
         connector=args.connector,
         offsets_topic=args.offsets_topic,
-        client_config=_client_options(args, args.target_bootstrap_servers),
         topics=args.topics,
         execute=args.execute,
         connectors_stopped=args.connectors_stopped,
-    )
-    result = run_reset(request)
-    print(render.table(RESET_HEADERS, _rows(result)), file=context.out)
-    counts = {action: sum(row.action == action for row in result.rows) for action in ResetAction}
-    summary = ", ".join(f"{action.value} {count}" for action, count in counts.items() if count)
-    mode = "executed" if result.executed else "dry run, nothing written"
-    print(
-        f"{args.connector} in {args.offsets_topic}: {len(result.rows)} keys ({summary or 'none'}); {mode}",
-        file=context.out,
-    )
-    _audit(result)
-    if result.not_verified:
-        print(
-            f"offsetlake mm2 reset-offsets: error: {len(result.not_verified)} tombstones did not verify",
-            file=context.err,
-        )
-        return 1
-    if result.executed:
-        print("verified: every tombstoned key's newest record is a tombstone", file=context.out)
-    return 0
-
-
-def _reset_through_rest(args: argparse.Namespace, context: Context) -> int:
-    request = ResetRequest(
-        connector=args.connector,
-        offsets_topic=args.offsets_topic or "",
-        client_config={},
-        topics=args.topics,
-        execute=args.execute,
         connect_url=args.connect_url,
-    )
-    result = run_rest_reset(request, ConnectRest(args.connect_url, timeout_s=request.timeout_s))
-    rows = [
-        (
-            _json(row.stored.partition),
-            None if row.stored.offset is None else _json(row.stored.offset),
-            row.action.value,
-        )
-        for row in result.rows
-    ]
-    print(render.table(("source partition", "stored offset", "action"), rows), file=context.out)
-    mode = "executed through the Connect REST API" if result.executed else "dry run, nothing changed"
-    print(
-        f"{args.connector} at {args.connect_url}: {len(result.rows)} source partitions; {mode}",
-        file=context.out,
-    )
-    mode_name = "execute" if result.executed else "dry_run"
-    failed = {id(row) for row in result.not_verified}
-    now, run_id = datetime.now(UTC), _run_id()
-    records = []
-    for row, (partition, offset, _) in zip(result.rows, rows, strict=True):
-        altered = result.executed and row.action is ResetAction.RESET_VIA_REST
-        verified = (id(row) not in failed) if altered else None
-        records.append(
-            (run_id, mode_name, args.connector, args.offsets_topic, None, None, None, partition, offset,
-             row.action.value, verified, now)
-        )  # fmt: skip
-    _append_audit(records)
-    if result.not_verified:
-        print(
-            f"offsetlake mm2 reset-offsets: error: {len(result.not_verified)} source partitions "
-            "still have an offset",
-            file=context.err,
-        )
-        return 1
-    if result.executed:
-        print(
-            f"verified: no selected partition has an offset; the connector is STOPPED: resume it with "
-            f"PUT {args.connect_url.rstrip('/')}/connectors/{args.connector}/resume",
-            file=context.out,
-        )
-    return 0
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _rows(result: ResetResult) -> list[tuple[object, ...]]:
-    return [
-        (
-            json.dumps(dict(row.source_partition), separators=(",", ":")),
-            None if row.record.offset is None else json.dumps(dict(row.record.offset), separators=(",", ":")),
-            row.stored.partition,
-            row.java_partition,
-            row.action.value,
-        )
-        for row in result.rows
-    ]
-
-
-def _audit(result: ResetResult) -> None:
-    failed = {id(row) for row in result.not_verified}
-    now = datetime.now(UTC)
-    run_id = _run_id()
-    _append_audit(
-        [
-            (
-                run_id,
-                "execute" if result.executed else "dry_run",
-                result.request.connector,
-                result.request.offsets_topic,
-                row.stored.partition,
-                row.stored.kafka_offset,
-                row.java_partition,
-                source_partition,
-                stored_offset,
-                row.action.value,
-                (id(row) not in failed) if result.executed and row.action == ResetAction.TOMBSTONE else None,
-                now,
-            )
-            for row, (source_partition, stored_offset, *_) in zip(result.rows, _rows(result), strict=True)
-        ]
+        target_bootstrap_servers=args.target_bootstrap_servers,
+        truncate_offset_syncs=args.truncate_offset_syncs,
+        offset_syncs_bootstrap=args.offset_syncs_bootstrap,
+        catalog=args.catalog,
+        schema=args.schema,
     )
 
 
-def _run_id() -> str:
-    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+def _client_config(args: argparse.Namespace, context: Context) -> ClientConfig:
+    """librdkafka settings for a cluster of this command, resolved by offsetlake.cli.clusters when
+    the job first needs it (a reset through --connect-url alone needs no Kafka cluster)."""
 
+    def config_for(bootstrap: str | None) -> dict[str, str]:
+        clusters = resolve_clusters(args, sources=False, secrets=context.secrets, target_flag=bootstrap)
+        properties = clusters.kafka_properties
+        options = kafka_options_from_properties(properties) if properties else {}
+        return target_client_config(clusters.target, options)
 
-def _append_audit(records: list[tuple[object, ...]]) -> None:
-    """One mm2_reset_audit row per key or source partition, dry runs included (like apply_audit)."""
-    if not records:
-        return
-    from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
-
-    spark: SparkSession = get_local_spark()
-    spark.createDataFrame(records, AUDIT_SCHEMA).write.mode("append").saveAsTable(
-        f"{LOCAL_SCHEMA}.{AUDIT_TABLE}"
-    )
+    return config_for

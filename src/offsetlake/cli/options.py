@@ -10,23 +10,23 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from offsetlake import durations
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import PROPERTIES_ENV
 from offsetlake.local import clusters
 from offsetlake.pipeline import precedence
 
-_DURATION = re.compile(r"^(?P<amount>\d+)(?P<unit>[smhd])$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
 
 def parse_duration(text: str) -> timedelta | None:
-    """``15m``, ``2h``, ``1d``, ``90s``; ``none`` switches the age guard off."""
+    """``15m``, ``2h``, ``1d``, ``90s`` (offsetlake.durations); ``none`` switches the age guard off."""
     if text.strip().lower() == "none":
         return None
-    match = _DURATION.match(text.strip())
-    if match is None:
-        raise argparse.ArgumentTypeError(f"expected a duration like 15m, 2h, 1d or none, got {text!r}")
-    return timedelta(seconds=int(match["amount"]) * _UNIT_SECONDS[match["unit"]])
+    try:
+        return durations.parse_duration(text)
+    except InvalidValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration like 15m, 2h, 1d or none, got {text!r}"
+        ) from None
 
 
 def parse_timestamp(text: str) -> datetime:

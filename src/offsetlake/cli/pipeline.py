@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 from pathlib import Path
 
 from offsetlake.cli import render
+from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options
 from offsetlake.errors import InvalidValueError, UsageError
-from offsetlake.kafka.secrets import PROPERTIES_ENV, kafka_options_from_properties
 from offsetlake.local.home import local_home
-from offsetlake.local.pipeline_run import local_settings, run_pipeline
-from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings, SourceCluster
+from offsetlake.local.pipeline_run import run_pipeline
+from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,10 +46,9 @@ def add_set_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def settings_from_args(args: argparse.Namespace, home: Path) -> PipelineSettings:
-    """The named (else the local) clusters' settings with each ``--set offsetlake.KEY=VALUE``
-    applied, validated once."""
-    conf = cluster_settings(args, home).to_conf()
+def settings_from_args(args: argparse.Namespace, clusters: ResolvedClusters) -> PipelineSettings:
+    """The resolved clusters' settings with each ``--set offsetlake.KEY=VALUE`` applied, validated once."""
+    conf = clusters.pipeline_settings().to_conf()
     for assignment in args.set or []:
         key, sep, value = assignment.partition("=")
         if not sep or not key.startswith("offsetlake."):
@@ -63,40 +61,14 @@ def settings_from_args(args: argparse.Namespace, home: Path) -> PipelineSettings
     return PipelineSettings.from_mapping(conf)
 
 
-def cluster_settings(args: argparse.Namespace, home: Path) -> PipelineSettings:
-    """--target and --source name the clusters; without both, the local pair (make up)."""
-    if not args.target_bootstrap_servers and not args.sources:
-        return local_settings(home)
-    if not args.target_bootstrap_servers or not args.sources:
-        raise UsageError(
-            "--target and --source go together (give neither to use the local clusters of `make up`)"
-        )
-    return PipelineSettings(
-        target_bootstrap_servers=args.target_bootstrap_servers,
-        target_alias=args.target_alias or "",
-        sources=tuple(SourceCluster(source.name, source.bootstrap_servers) for source in args.sources),
-    )
-
-
-def kafka_properties(args: argparse.Namespace) -> Path | None:
-    """The Kafka properties file to use, checked now (a typo costs seconds, not a Spark start)."""
-    path = args.kafka_properties or (
-        Path(os.environ[PROPERTIES_ENV]) if os.environ.get(PROPERTIES_ENV) else None
-    )
-    if path is not None:
-        kafka_options_from_properties(path)
-    return path
-
-
 def handle_run(args: argparse.Namespace, context: Context) -> int:
-    home = local_home()
-    settings = settings_from_args(args, home)
+    clusters = resolve_clusters(args, sources=True, secrets=context.secrets)
     result = run_pipeline(
-        settings,
-        home,
+        settings_from_args(args, clusters),
+        local_home(),
         full_refresh=args.full_refresh,
         echo=lambda line: print(line, file=context.out),
-        kafka_properties=kafka_properties(args),
+        kafka_properties=clusters.kafka_properties,
     )
     print(render.flow_outcomes(result), file=context.out)
     return 0 if result.succeeded else 1

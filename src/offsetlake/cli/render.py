@@ -17,8 +17,12 @@ from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
 from offsetlake.apply.job import ApplyResult, ApplyStatus
 from offsetlake.apply.planner import Action, PlanRow
+from offsetlake.apply.reasons import Flag
+from offsetlake.durations import format_duration
 from offsetlake.jobs.failover import FailoverResult
 from offsetlake.local.pipeline_run import PipelineRunResult
+from offsetlake.mm2_reset.job import ResetResult, RestReset, TombstoneReset
+from offsetlake.mm2_reset.plan import ResetAction, Truncation
 
 PLAN_HEADERS = (
     "group",
@@ -143,10 +147,91 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
         ApplyStatus.OK: "FAILOVER DONE: every selected partition is in place on the target",
         ApplyStatus.FAILED: "FAILOVER INCOMPLETE: see the errors; a rerun converges",
         ApplyStatus.REFUSED: "FAILOVER REFUSED: groups are active on the target; stop them or use "
-        "--active-group-policy skip",
+        f"{Flag.ACTIVE_GROUP_POLICY} skip",
     }[status]
     out.append(f"{label} (exit {int(status)})")
     return [scrub(line) for line in out], [scrub(line) for line in applied.problems]
+
+
+MM2_RESET_HEADERS = ("source partition", "stored offset", "kafka partition", "java partition", "action")
+MM2_REST_RESET_HEADERS = ("source partition", "stored offset", "action")
+_MM2_RESET_ERROR = "offsetlake mm2 reset-offsets: error:"
+
+
+def mm2_reset_report(result: ResetResult) -> tuple[list[str], list[str]]:
+    """(stdout lines, stderr lines) for ``mm2 reset-offsets``: the reset, then the truncation."""
+    request = result.request
+    out: list[str] = []
+    err: list[str] = []
+    if result.tombstones is not None:
+        _mm2_tombstone_lines(result, result.tombstones, out, err)
+    if result.rest is not None:
+        _mm2_rest_lines(result, result.rest, out, err)
+    if result.truncation is not None:
+        out.append(mm2_truncation_table(result.truncation, executed=result.executed))
+        topic = request.truncate_offset_syncs
+        if result.error is not None:
+            pass  # the caller raises it: the truncation's verdict is not known
+        elif result.not_truncated:
+            err.append(f"{_MM2_RESET_ERROR} {topic} partitions {result.not_truncated} still hold records")
+        else:
+            verdict = "deleted and verified" if result.executed else "dry run, nothing deleted"
+            records = sum(row.records for row in result.truncation)
+            out.append(f"{topic}: {records} offset-sync records; {verdict}")
+    return out, err
+
+
+def mm2_truncation_table(rows: Sequence[Truncation], *, executed: bool) -> str:
+    """One line per partition of the offset-syncs topic: its log, and its log start after a truncation."""
+    return table(
+        ("partition", "log start", "log end", "records deleted" if executed else "records to delete",
+         "log start after"),
+        [(row.partition, row.log_start, row.log_end, row.records, row.log_start_after) for row in rows],
+    )  # fmt: skip
+
+
+def _mm2_tombstone_lines(result: ResetResult, reset: TombstoneReset, out: list[str], err: list[str]) -> None:
+    request = result.request
+    out.append(
+        table(
+            MM2_RESET_HEADERS,
+            [
+                (
+                    row.source_partition_json,
+                    row.stored_offset_json,
+                    row.stored.partition,
+                    row.java_partition,
+                    row.action.value,
+                )
+                for row in reset.rows
+            ],
+        )
+    )
+    counts = {action: sum(row.action == action for row in reset.rows) for action in ResetAction}
+    summary = ", ".join(f"{action.value} {count}" for action, count in counts.items() if count)
+    mode = "executed" if result.executed else "dry run, nothing written"
+    keys = f"{len(reset.rows)} keys ({summary or 'none'})"
+    out.append(f"{request.connector} in {request.offsets_topic}: {keys}; {mode}")
+    if reset.not_verified:
+        err.append(f"{_MM2_RESET_ERROR} {len(reset.not_verified)} tombstones did not verify")
+    elif result.executed:
+        out.append("verified: every tombstoned key's newest record is a tombstone")
+
+
+def _mm2_rest_lines(result: ResetResult, reset: RestReset, out: list[str], err: list[str]) -> None:
+    request = result.request
+    rows = [(row.source_partition_json, row.stored_offset_json, row.action.value) for row in reset.rows]
+    out.append(table(MM2_REST_RESET_HEADERS, rows))
+    mode = "executed through the Connect REST API" if result.executed else "dry run, nothing changed"
+    out.append(f"{request.connector} at {request.connect_url}: {len(reset.rows)} source partitions; {mode}")
+    if reset.not_verified:
+        err.append(f"{_MM2_RESET_ERROR} {len(reset.not_verified)} source partitions still have an offset")
+    elif result.executed:
+        url = (request.connect_url or "").rstrip("/")
+        out.append(
+            f"verified: no selected partition has an offset; the connector is STOPPED: resume it with "
+            f"PUT {url}/connectors/{request.connector}/resume"
+        )
 
 
 def group_table(result: ApplyResult) -> str:
@@ -304,14 +389,7 @@ def _apply_totals(result: ApplyResult) -> str:
 
 
 def _age(age: timedelta | None) -> str | None:
-    """``45s``, ``12m``, ``3h``, ``2d``: the largest whole unit."""
-    if age is None:
-        return None
-    seconds = max(0, int(age.total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
+    return None if age is None else format_duration(age)
 
 
 def _json_value(value: object) -> object:

@@ -8,7 +8,7 @@ records go to quarantine with a reason instead of into silver.
 Each rule is a small function returning the error message, or None when the value is fine.
 The decoders run the rules once the whole record has decoded: key bytes, value bytes, then
 the key's rules, then the value's rules, with fields in wire order. The first failure is
-the error, so a byte error always wins over a meaning error. ``pipeline/decode.py`` runs
+the error, so a byte error always wins over a meaning error. ``pipeline/decoding/semantics_spark.py`` runs
 the same rule tables (``CHECKPOINT_RULES`` …) as Spark expressions and builds its messages
 from the same ``*_template`` functions.
 

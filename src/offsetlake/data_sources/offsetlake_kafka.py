@@ -1,4 +1,4 @@
-"""PySpark Python Data Sources: ``offsetlake_kafka`` (records) and ``offsetlake_group_offsets``.
+"""PySpark Python data source ``offsetlake_kafka``: Kafka records, read as Spark's ``kafka`` source does.
 
 Spark's built-in Kafka source is a Maven jar that cannot be loaded everywhere (locally, on some
 clusters), so this source reads Kafka through confluent-kafka with the built-in's schema and
@@ -7,17 +7,15 @@ option names; the pipeline can switch between the two without touching its trans
 The driver plans offset ranges from broker metadata (AdminClient: topics, log start/end) and the
 pure rules in offset_ranges.py; each Spark task reads one range with range_reader.py. Streaming
 progress lives only in Spark's checkpoint as ``{topic: {partition: next_offset}}``: nothing is
-ever committed to the user's cluster. ``offsetlake_group_offsets`` serves group_offsets.py
-snapshots, one per micro-batch when streamed.
+ever committed to the user's cluster.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -33,6 +31,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from offsetlake.data_sources.options import (
+    lower_names,
+    parse_bool,
+    parse_on_unreachable,
+    parse_positive_int,
+    parse_timeout_s,
+    require_bootstrap_servers,
+)
 from offsetlake.data_sources.spark_compat import (
     ADMISSION_CONTROL,
     ReadAllAvailable,
@@ -41,15 +47,9 @@ from offsetlake.data_sources.spark_compat import (
     SupportsTriggerAvailableNow,
 )
 from offsetlake.kafka import admin as kafka_admin
+from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
-from offsetlake.kafka.client_logging import with_client_logger
-from offsetlake.kafka.group_offsets import (
-    DEFAULT_EXCLUDE,
-    DEFAULT_INCLUDE,
-    select_groups,
-    snapshot_group_offsets,
-)
 from offsetlake.kafka.offset_ranges import (
     EARLIEST,
     LATEST,
@@ -67,9 +67,6 @@ from offsetlake.kafka.offset_ranges import (
     to_stream_offset,
 )
 from offsetlake.kafka.range_reader import read_offset_range
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 _LOG = logging.getLogger("offsetlake.kafka")
 
@@ -107,33 +104,7 @@ KAFKA_ARROW_SCHEMA = pa.schema(
     ]
 )
 
-GROUP_OFFSETS_SOURCE_NAME = "offsetlake_group_offsets"
-
-GROUP_OFFSETS_SCHEMA = StructType(
-    [
-        StructField("consumer_group", StringType()),
-        StructField("group_state", StringType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("committed_offset", LongType()),
-        StructField("metadata", StringType()),
-        StructField("snapshot_time", TimestampType()),
-    ]
-)
-GROUP_OFFSETS_ARROW_SCHEMA = pa.schema(
-    [
-        pa.field("consumer_group", pa.string()),
-        pa.field("group_state", pa.string()),
-        pa.field("topic", pa.string()),
-        pa.field("partition", pa.int32()),
-        pa.field("committed_offset", pa.int64()),
-        pa.field("metadata", pa.string()),
-        pa.field("snapshot_time", pa.timestamp("us", tz="UTC")),
-    ]
-)
-
 DEFAULT_MAX_RECORDS_PER_PARTITION = 1_000_000
-DEFAULT_GROUP_SNAPSHOT_TIMEOUT_MS = 60_000
 DEFAULT_POLL_TIMEOUT_MS = 120_000  # Spark's kafkaConsumer.pollTimeoutMs default (spark.network.timeout)
 
 # Settings the reader owns: it never joins a group, commits, or resets on its own.
@@ -157,18 +128,19 @@ class KafkaReadOptions:
     max_offsets_per_trigger: int | None
     max_records_per_partition: int
     poll_timeout_s: float
+    """kafkaConsumer.pollTimeoutMs, as Spark's source: how long a range read may make no progress."""
     metadata_timeout_s: float
+    """timeoutMs: the cluster timeout of a stream's metadata requests (default: the poll timeout)."""
     skip_unreachable: bool
     """onUnreachable=skip: a stream whose cluster does not answer reads nothing this micro-batch."""
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> KafkaReadOptions:
-        lowered = {name.lower(): value for name, value in options.items()}
+        lowered = lower_names(options)
         for name, hint in _FORBIDDEN_KAFKA_OPTIONS.items():
             if name in lowered:
                 raise OffsetOptionError(f"option {name} is not supported: {hint}")
-        if not lowered.get("kafka.bootstrap.servers"):
-            raise OffsetOptionError("option kafka.bootstrap.servers is required")
+        require_bootstrap_servers(lowered)
         if lowered.get("includeheaders", "true").lower() != "true":
             raise OffsetOptionError("offsetlake_kafka always includes headers (includeHeaders=true)")
         if streaming and lowered.get("endingoffsets"):
@@ -180,7 +152,7 @@ class KafkaReadOptions:
             raise OffsetOptionError(
                 "maxOffsetsPerTrigger needs PySpark 4.2 or later (admission control for Python data sources)"
             )
-        poll_timeout_ms = _parse_positive_int(
+        poll_timeout_ms = parse_positive_int(
             lowered.get("kafkaconsumer.polltimeoutms", str(DEFAULT_POLL_TIMEOUT_MS)),
             "kafkaConsumer.pollTimeoutMs",
         )
@@ -194,20 +166,17 @@ class KafkaReadOptions:
                 default=LATEST if streaming else EARLIEST,
             ),
             ending=OffsetsSpec.parse(lowered.get("endingoffsets"), option="endingOffsets", default=LATEST),
-            fail_on_data_loss=_parse_bool(lowered.get("failondataloss", "true"), "failOnDataLoss"),
-            max_offsets_per_trigger=_parse_positive_int(max_offsets, "maxOffsetsPerTrigger")
+            fail_on_data_loss=parse_bool(lowered.get("failondataloss", "true"), "failOnDataLoss"),
+            max_offsets_per_trigger=parse_positive_int(max_offsets, "maxOffsetsPerTrigger")
             if max_offsets
             else None,
-            max_records_per_partition=_parse_positive_int(
+            max_records_per_partition=parse_positive_int(
                 lowered.get("maxrecordsperpartition", str(DEFAULT_MAX_RECORDS_PER_PARTITION)),
                 "maxRecordsPerPartition",
             ),
             poll_timeout_s=poll_timeout_ms / 1000,
-            metadata_timeout_s=_parse_positive_int(
-                lowered.get("metadatatimeoutms", str(poll_timeout_ms)), "metadataTimeoutMs"
-            )
-            / 1000,
-            skip_unreachable=_parse_on_unreachable(lowered),
+            metadata_timeout_s=parse_timeout_s(lowered, default_ms=poll_timeout_ms),
+            skip_unreachable=parse_on_unreachable(lowered),
         )
 
 
@@ -243,11 +212,14 @@ class ClusterMetadata:
         )
 
     def close(self) -> None:
-        self._admin = None
+        """Hand the admin client's queued log lines over and let it go."""
+        if self._admin is not None:
+            clients.flush_logs(self._admin)
+            self._admin = None
 
     def _client(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(with_client_logger(self._client_config))
+            self._admin = clients.new_admin(self._client_config)
         return self._admin
 
 
@@ -257,8 +229,11 @@ class KafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         metadata = ClusterMetadata(self.options.client_config, self.options.poll_timeout_s)
-        keys = self.options.subscription.select(metadata.partition_counts())
-        log_start, log_end = metadata.log_offsets(keys)
+        try:
+            keys = self.options.subscription.select(metadata.partition_counts())
+            log_start, log_end = metadata.log_offsets(keys)
+        finally:
+            metadata.close()
         ranges = plan_batch_ranges(
             keys,
             log_start,
@@ -405,155 +380,6 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(KafkaReadOptions.parse(self.options, streaming=True))
 
 
-@dataclass(frozen=True)
-class GroupSnapshotOptions:
-    client_config: Mapping[str, str] = field(repr=False)  # may hold credentials
-    include: str
-    exclude: str | None
-    timeout_s: float
-    skip_unreachable: bool = False
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> GroupSnapshotOptions:
-        lowered = {name.lower(): value for name, value in options.items()}
-        if not lowered.get("kafka.bootstrap.servers"):
-            raise ValueError("option kafka.bootstrap.servers is required")
-        include = lowered.get("groups.include") or DEFAULT_INCLUDE
-        exclude = lowered.get("groups.exclude", DEFAULT_EXCLUDE) or None
-        select_groups([], include, exclude)  # validate the regexes on the driver, before any task runs
-        timeout_ms = int(lowered.get("requesttimeoutms", DEFAULT_GROUP_SNAPSHOT_TIMEOUT_MS))
-        return cls(
-            kafka_options_to_librdkafka(lowered),
-            include,
-            exclude,
-            timeout_ms / 1000,
-            skip_unreachable=_parse_on_unreachable(lowered),
-        )
-
-    def snapshot_partition(self) -> SnapshotPartition:
-        """A fresh snapshot, taken here (the driver), carried to the executor as Arrow IPC bytes.
-
-        Executor-side ``read()`` runs in a Python worker like a UDF, and Databricks documents that
-        UDFs on serverless compute cannot reach the internet and says nothing of data sources; the
-        driver can reach the clusters the pipeline reads. So no source-cluster connection is opened
-        in ``read()``: the rows travel in the partition (as ``offsetlake_log_offsets`` does).
-        """
-        rows = snapshot_group_offsets(self.client_config, self.include, self.exclude, self.timeout_s)
-        columns = {field.name: [getattr(row, field.name) for row in rows] for field in GROUP_OFFSETS_SCHEMA}
-        batch = pa.RecordBatch.from_pydict(columns, schema=GROUP_OFFSETS_ARROW_SCHEMA)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, GROUP_OFFSETS_ARROW_SCHEMA) as writer:
-            writer.write_batch(batch)
-        return SnapshotPartition(sink.getvalue().to_pybytes(), batch.num_rows)
-
-
-@dataclass(frozen=True)
-class SnapshotPartition(InputPartition):
-    arrow_ipc: bytes = field(repr=False)
-    rows: int
-
-    def batches(self) -> Iterator[pa.RecordBatch]:
-        """The snapshot's rows (nothing when no group had offsets)."""
-        if self.rows:
-            yield from pa.ipc.open_stream(self.arrow_ipc)
-
-
-class GroupOffsetsBatchReader(DataSourceReader):
-    def __init__(self, options: GroupSnapshotOptions) -> None:
-        self.options = options
-
-    def partitions(self) -> list[InputPartition]:
-        return [self.options.snapshot_partition()]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, SnapshotPartition)
-        return partition.batches()
-
-
-class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """One new snapshot per micro-batch, so a streaming table keeps the snapshot history.
-
-    The offset is just the snapshot's request time in epoch ms; the data is whatever the groups
-    have committed when the micro-batch is planned (``partitions``, on the driver).
-    """
-
-    def __init__(self, options: GroupSnapshotOptions) -> None:
-        self.options = options
-        self._available_now_target: int | None = None
-        self._unreachable = False
-
-    def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark API)
-        return {"snapshot_ms": 0}
-
-    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
-        self._available_now_target = _now_ms()
-
-    def latestOffset(  # noqa: N802 (Spark API)
-        self, start: dict[str, int] | None = None, limit: ReadLimit | None = None
-    ) -> dict[str, int]:
-        """The offset is a time, so moving it is always safe: without ``start`` (PySpark 4.0) an
-        unreachable cluster gives a new offset whose batch has no partition (see partitions)."""
-        latest = self._available_now_target if self._available_now_target is not None else _now_ms()
-        if self.options.skip_unreachable and not self._answers() and start is not None:
-            return start  # no snapshot this update
-        return {"snapshot_ms": max(latest, start["snapshot_ms"] if start else 0)}
-
-    def _answers(self) -> bool:
-        """Probe once per reader: a dead source costs one timeout per update, then is skipped."""
-        if self._unreachable:
-            return False
-        probe = kafka_admin.probe_cluster(self.options.client_config, timeout_s=self.options.timeout_s)
-        if not probe.reachable:
-            self._unreachable = True
-            _LOG.warning(
-                "cluster %s did not answer (%s): no group snapshot from it this update",
-                self.options.client_config.get("bootstrap.servers"),
-                probe.error,
-            )
-        return probe.reachable
-
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        """The snapshot is taken here, on the driver (see GroupSnapshotOptions.snapshot_partition)."""
-        if end["snapshot_ms"] <= start["snapshot_ms"] or self._unreachable:
-            return []
-        return [self.options.snapshot_partition()]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, SnapshotPartition)
-        return partition.batches()
-
-
-class GroupOffsetsDataSource(DataSource):
-    """``spark.read`` / ``spark.readStream`` ``.format("offsetlake_group_offsets")``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return GROUP_OFFSETS_SOURCE_NAME
-
-    def schema(self) -> StructType:
-        return GROUP_OFFSETS_SCHEMA
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return GroupOffsetsBatchReader(GroupSnapshotOptions.parse(self.options))
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
-        return GroupOffsetsStreamReader(GroupSnapshotOptions.parse(self.options))
-
-
-def register_data_sources(spark: SparkSession, *, kafka_records: bool = True) -> None:
-    """Register ``offsetlake_group_offsets``, ``offsetlake_cluster_health``, ``offsetlake_log_offsets``
-    and, unless ``kafka_records`` is False (Spark's own ``kafka`` reader reads the records),
-    ``offsetlake_kafka``; safe to call repeatedly."""
-    from offsetlake.kafka.health import ClusterHealthDataSource
-    from offsetlake.kafka.log_offsets import LogOffsetsDataSource
-
-    sources: list[type[DataSource]] = [GroupOffsetsDataSource, ClusterHealthDataSource, LogOffsetsDataSource]
-    if kafka_records:
-        sources.insert(0, KafkaDataSource)
-    for source in sources:
-        spark.dataSource.register(source)
-
-
 def _read_partition(options: KafkaReadOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, KafkaRangePartition):
         # Spark plans one placeholder partition when a batch read has no ranges at all.
@@ -565,32 +391,3 @@ def _read_partition(options: KafkaReadOptions, partition: InputPartition) -> Ite
         fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_s=options.poll_timeout_s,
     )
-
-
-def _parse_on_unreachable(lowered: Mapping[str, str]) -> bool:
-    """onUnreachable: ``fail`` (default, as Spark's reader) or ``skip`` (True)."""
-    value = lowered.get("onunreachable", "fail").strip().lower()
-    if value not in ("fail", "skip"):
-        raise OffsetOptionError(f"onUnreachable must be fail or skip, not {value!r}")
-    return value == "skip"
-
-
-def _parse_bool(value: str, option: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise OffsetOptionError(f"{option} must be true or false, not {value!r}")
-    return lowered == "true"
-
-
-def _parse_positive_int(value: str, option: str) -> int:
-    try:
-        number = int(value)
-    except ValueError as error:
-        raise OffsetOptionError(f"{option} must be a whole number, not {value!r}") from error
-    if number < 1:
-        raise OffsetOptionError(f"{option} must be >= 1, not {number}")
-    return number
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -27,7 +27,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from offsetlake.errors import ExternalError
-from offsetlake.kafka.client_logging import flush_client_logs, with_client_logger
+from offsetlake.kafka import clients
 from offsetlake.mirror.positions import CommittedOffset, LogBounds, TopicPartitionKey
 
 # What Apache Kafka answers when an admin commit meets a group that has members (classic and
@@ -96,13 +96,11 @@ def probe_cluster(config: Mapping[str, str], *, timeout_s: float) -> ClusterProb
     """Ask the cluster for its metadata once, for at most ``timeout_s`` (the error never holds
     credentials: only the Kafka client's error name and text)."""
     started = time.monotonic()
-    admin = AdminClient(with_client_logger(config))
     try:
-        metadata = read_metadata(admin, timeout_s=timeout_s)
+        with clients.admin(config) as admin:
+            metadata = read_metadata(admin, timeout_s=timeout_s)
     except KafkaException as error:
         return ClusterProbe(False, describe_error(error), time.monotonic() - started)
-    finally:
-        flush_client_logs(admin)
     seconds = time.monotonic() - started
     if not metadata.brokers:
         return ClusterProbe(False, "the cluster answered without any broker", seconds)

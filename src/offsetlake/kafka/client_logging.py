@@ -2,13 +2,14 @@
 
 Left alone, librdkafka writes every connection attempt to stderr, so an unreachable cluster buried
 the one clear error line under hundreds of identical ``Connect to ... failed`` lines. Every client
-offsetlake creates gets this module's logger (``logger`` is a confluent-kafka client setting); its
+offsetlake creates gets this module's logger (``logger`` is a confluent-kafka client setting, set by
+kafka/clients.py, which also hands the queued lines over: see there); its
 filter lets the first line of each distinct problem through and drops repeats, until
 ``set_verbose(True)`` (``offsetlake --verbose``) lets everything through.
 
 With a logger set, confluent-kafka queues the lines and hands them over only on ``poll()``
-(measured with 2.16.1; confluent-kafka-python issue #1734): an AdminClient is never polled by its
-calls, so :func:`flush_client_logs` does it once its work is done or has failed.
+(measured with 2.16.1; confluent-kafka-python issue #1734), so kafka/clients.py polls every client
+it built once its work is done or has failed.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping
-from typing import Any, Final
-
-from confluent_kafka.admin import AdminClient
+from typing import Final
 
 CLIENT_LOGGER_NAME: Final = "offsetlake.kafka.client"
 _CLIENT_NAME = re.compile(r"\[rdkafka#\w+-\d+\]\s*")
@@ -59,13 +57,3 @@ def set_verbose(verbose: bool) -> None:
         client_logger.removeFilter(_once_per_problem)
     else:
         client_logger.addFilter(_once_per_problem)
-
-
-def with_client_logger(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` for a confluent-kafka client that logs through :data:`client_logger`."""
-    return {**config, "logger": client_logger}
-
-
-def flush_client_logs(admin: AdminClient) -> None:
-    """Hand the AdminClient's queued log lines to :data:`client_logger` (see the module docstring)."""
-    admin.poll(0)

@@ -4,27 +4,21 @@ MM2 only checkpoints groups that pass its filters and only every emit interval; 
 the groups have really committed upstream is the reference the pipeline compares translations
 against. The snapshot never invents an offset: partitions without a committed offset (Kafka -1,
 Tansu -1001) are left out, and a group whose offsets cannot be read fails the snapshot instead of
-silently missing from it. spark_source.py serves these snapshots as ``offsetlake_group_offsets``.
+silently missing from it. data_sources/offsetlake_group_offsets.py serves these snapshots to Spark.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from confluent_kafka.admin import AdminClient
-
-from offsetlake.errors import InvalidValueError
 from offsetlake.kafka import admin as kafka_admin
+from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError
-from offsetlake.kafka.client_logging import with_client_logger
+from offsetlake.mirror.filters import group_filter
 
-# MM2's groups / groups.exclude defaults (MirrorCheckpointConfig).
-DEFAULT_INCLUDE = ".*"
-DEFAULT_EXCLUDE = "console-consumer-.*|connect-.*|__.*"
 # librdkafka takes one group per ListConsumerGroupOffsets request; this many run at once.
 MAX_GROUPS_IN_FLIGHT = 8
 
@@ -45,14 +39,8 @@ class GroupOffset:
 
 
 def select_groups(group_ids: Iterable[str], include: str, exclude: str | None) -> list[str]:
-    """Group ids that fully match ``include`` and do not fully match ``exclude`` (as MM2 filters)."""
-    include_re = _compile(include, "groups.include")
-    exclude_re = _compile(exclude, "groups.exclude") if exclude else None
-    return sorted(
-        group
-        for group in set(group_ids)
-        if include_re.fullmatch(group) and not (exclude_re and exclude_re.fullmatch(group))
-    )
+    """Group ids that fully match ``include`` and not ``exclude`` (MM2's group filter), sorted."""
+    return group_filter(include, exclude).select(group_ids)
 
 
 def snapshot_group_offsets(
@@ -70,25 +58,26 @@ def snapshot_group_offsets(
     """
     snapshot_time = datetime.now(UTC)
     deadline = time.monotonic() + timeout_s
-    admin = AdminClient(with_client_logger(config))
-    try:
-        group_ids = kafka_admin.list_group_ids(admin, timeout_s=timeout_s)
-    except KafkaAdminError as error:
-        raise GroupSnapshotError(str(error)) from error
-    groups = select_groups(group_ids, include, exclude)
-    if not groups:
-        return []
-    states, failures = kafka_admin.describe_group_states(
-        admin, groups, timeout_s=max(0.001, deadline - time.monotonic())
-    )
-    failures = {group: f"describe failed: {error}" for group, error in failures.items()}
-    offsets, offset_failures = kafka_admin.list_committed_offsets_of_groups(
-        admin,
-        [g for g in groups if g in states],
-        timeout_s=timeout_s,
-        max_in_flight=max_in_flight,
-        deadline=deadline,
-    )
+    selected = group_filter(include, exclude)  # a bad regex fails before the cluster is asked
+    with clients.admin(config) as admin:
+        try:
+            group_ids = kafka_admin.list_group_ids(admin, timeout_s=timeout_s)
+        except KafkaAdminError as error:
+            raise GroupSnapshotError(str(error)) from error
+        groups = selected.select(group_ids)
+        if not groups:
+            return []
+        states, describe_failures = kafka_admin.describe_group_states(
+            admin, groups, timeout_s=max(0.001, deadline - time.monotonic())
+        )
+        offsets, offset_failures = kafka_admin.list_committed_offsets_of_groups(
+            admin,
+            [g for g in groups if g in states],
+            timeout_s=timeout_s,
+            max_in_flight=max_in_flight,
+            deadline=deadline,
+        )
+    failures = {group: f"describe failed: {error}" for group, error in describe_failures.items()}
     failures.update(offset_failures)
     if failures:
         details = "; ".join(f"{group}: {message}" for group, message in sorted(failures.items()))
@@ -111,10 +100,3 @@ def snapshot_group_offsets(
 def _state_name(state: object) -> str:
     """The librdkafka state name (``STABLE``, ``EMPTY`` ...); a group unknown to the cluster is ``DEAD``."""
     return getattr(state, "name", "DEAD")
-
-
-def _compile(pattern: str, option: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as error:
-        raise InvalidValueError(f"{option} {pattern!r} is not a valid regex: {error}") from error

@@ -1,8 +1,8 @@
 """Pure planning for the Kafka source: which offsets of which partitions a read covers.
 
 Kept free of Kafka clients and Spark so every decision (subscriptions, starting/ending offsets,
-data-loss handling, rate limiting, splitting) is unit-testable; spark_source.py only feeds it
-broker metadata and turns its ranges into Spark input partitions. Option names and semantics
+data-loss handling, rate limiting, splitting) is unit-testable; data_sources/offsetlake_kafka.py
+only feeds it broker metadata and turns its ranges into Spark input partitions. Option names and semantics
 follow Spark's built-in Kafka source so the pipeline can switch between the two.
 """
 

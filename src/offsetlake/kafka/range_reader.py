@@ -17,10 +17,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from offsetlake.errors import ExternalError
-from offsetlake.kafka.client_logging import with_client_logger
+from offsetlake.kafka import clients
 from offsetlake.kafka.offset_ranges import DataLossError, OffsetRange, report_data_loss
 
 ARROW_BATCH_ROWS = 4096
@@ -77,12 +77,10 @@ def read_offset_range(
     batch_rows: int = ARROW_BATCH_ROWS,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``offset_range`` as Arrow batches of ``arrow_schema`` (Spark's Kafka schema)."""
-    consumer = Consumer(
-        with_client_logger(reader_consumer_config(client_config, fail_on_data_loss=fail_on_data_loss))
-    )
     builder = _BatchBuilder(offset_range.topic, offset_range.partition, arrow_schema)
     name = f"{offset_range.topic}-{offset_range.partition}"
-    try:
+    config = reader_consumer_config(client_config, fail_on_data_loss=fail_on_data_loss)
+    with clients.consumer(config) as consumer:
         consumer.assign([TopicPartition(offset_range.topic, offset_range.partition, offset_range.start)])
         position = offset_range.start
         deadline = time.monotonic() + poll_timeout_s
@@ -127,8 +125,6 @@ def read_offset_range(
                 yield builder.flush()
         if len(builder):
             yield builder.flush()
-    finally:
-        consumer.close()
 
 
 class _BatchBuilder:

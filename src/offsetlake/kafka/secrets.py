@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.client_config import KAFKA_OPTION_PREFIX, REDACTED, kafka_options_to_librdkafka, redact
 
+BOOTSTRAP_OPTION = f"{KAFKA_OPTION_PREFIX}bootstrap.servers"
+"""The client setting that names a cluster, as a secret-scope key or a properties-file entry."""
+
 if TYPE_CHECKING:
     from databricks.sdk import WorkspaceClient
 
@@ -115,7 +118,7 @@ def target_client_config(bootstrap_servers: str | None, secret_options: Mapping[
     """The librdkafka config for the target: secret-scope options, with the bootstrap flag winning."""
     options = dict(secret_options)
     if bootstrap_servers:
-        options[f"{KAFKA_OPTION_PREFIX}bootstrap.servers"] = bootstrap_servers
+        options[BOOTSTRAP_OPTION] = bootstrap_servers
     config = kafka_options_to_librdkafka(options)
     if not config.get("bootstrap.servers"):
         raise InvalidValueError(

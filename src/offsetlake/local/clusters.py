@@ -15,6 +15,7 @@ from typing import Final
 
 from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.local.home import local_home
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 
 CLUSTERS_FILE: Final = "clusters.json"
 SOURCE: Final = "source"
@@ -22,7 +23,7 @@ TARGET: Final = "target"
 START_HINT: Final = "start them with `make up` (python -m offsetlake_dev local up)"
 
 
-class LocalClustersError(UsageError):
+class ClustersFileError(UsageError):
     """No local clusters are recorded, or their record is unreadable."""
 
 
@@ -61,7 +62,18 @@ def read_local_clusters(home: Path | None = None) -> LocalClusters:
             name: ClusterEndpoint(name, str(state[name]["bootstrap_servers"])) for name in (SOURCE, TARGET)
         }
     except FileNotFoundError:
-        raise LocalClustersError(f"no local clusters recorded in {path}: {START_HINT}") from None
+        raise ClustersFileError(f"no local clusters recorded in {path}: {START_HINT}") from None
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise LocalClustersError(f"cannot read {path} ({error!r}): {START_HINT}") from error
+        raise ClustersFileError(f"cannot read {path} ({error!r}): {START_HINT}") from error
     return LocalClusters(source=endpoints[SOURCE], target=endpoints[TARGET])
+
+
+def local_pipeline_settings(home: Path | None = None) -> PipelineSettings:
+    """Pipeline settings for the recorded local pair (aliases = cluster names): the development
+    harness's and benchmarks' default; a command gets its clusters from offsetlake.cli.clusters."""
+    pair = read_local_clusters(home)
+    return PipelineSettings(
+        target_bootstrap_servers=pair.target.bootstrap_servers,
+        target_alias=pair.target.name,
+        sources=(SourceCluster(pair.source.name, pair.source.bootstrap_servers),),
+    )

@@ -32,13 +32,12 @@ from typing import TYPE_CHECKING, Final
 import yaml
 
 from offsetlake.kafka.secrets import PROPERTIES_ENV
-from offsetlake.local.clusters import read_local_clusters
 from offsetlake.local.gold_guard import GUARDED_TABLES, GoldGuard
 from offsetlake.local.home import local_home
 from offsetlake.local.locks import check_home_free, pipeline_run_lock
 from offsetlake.local.processes import interruptible, run_group
 from offsetlake.local.spark import LOCAL_SCHEMA, local_spark_conf
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -177,16 +176,6 @@ class PipelineRunResult:
         raise KeyError(name)
 
 
-def local_settings(home: Path) -> PipelineSettings:
-    """Settings for the local broker pair in $OFFSETLAKE_HOME/clusters.json (aliases = cluster names)."""
-    pair = read_local_clusters(home)
-    return PipelineSettings(
-        target_bootstrap_servers=pair.target.bootstrap_servers,
-        target_alias=pair.target.name,
-        sources=(SourceCluster(pair.source.name, pair.source.bootstrap_servers),),
-    )
-
-
 def write_spec(home: Path, settings: PipelineSettings, spark_conf: Mapping[str, str] | None = None) -> Path:
     """The spec: libraries, schema, storage and the runtime configuration (offsetlake.* keys)."""
     pipeline_dir = home / "pipeline"
@@ -230,7 +219,7 @@ def spark_pipelines_command(spec_path: Path, full_refresh: bool) -> list[str]:
 
 
 def run_pipeline(
-    settings: PipelineSettings | None = None,
+    settings: PipelineSettings,
     home: Path | None = None,
     *,
     full_refresh: bool = False,
@@ -252,7 +241,7 @@ def run_pipeline(
     with pipeline_run_lock(home):
         check_home_free(home)
         return _run_update(
-            settings or local_settings(home),
+            settings,
             home,
             full_refresh=full_refresh,
             echo=echo,

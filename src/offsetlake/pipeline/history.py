@@ -41,8 +41,8 @@ from pyspark.sql import functions as sf
 
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.precedence import GOLD_KEY, choose_translation
-from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
+from offsetlake.pipeline.precedence import choose_translation
+from offsetlake.pipeline.tables import GROUP_PARTITION_KEY, LATEST_OFFSETS, OFFSET_HISTORY
 from offsetlake.pipeline.translation_spark import (
     downstream_topic,
     translate_with_mappings,
@@ -50,7 +50,7 @@ from offsetlake.pipeline.translation_spark import (
 )
 
 OBSERVATION_COLUMNS: Final = (
-    *GOLD_KEY,
+    *GROUP_PARTITION_KEY,
     "downstream_offset",
     "upstream_offset",
     "method",
@@ -62,7 +62,7 @@ OBSERVATION_COLUMNS: Final = (
 
 def checkpoint_observations(silver_checkpoints: DataFrame) -> DataFrame:
     return silver_checkpoints.select(
-        *GOLD_KEY,
+        *GROUP_PARTITION_KEY,
         "downstream_offset",
         "upstream_offset",
         sf.lit("checkpoint").alias("method"),
@@ -141,7 +141,7 @@ def mapping_observations(silver_group_offsets: DataFrame, silver_mappings: DataF
     )
 
 
-VERSION_KEY: Final = (*GOLD_KEY, "method")
+VERSION_KEY: Final = (*GROUP_PARTITION_KEY, "method")
 TRACKED_COLUMNS: Final = ("downstream_offset", "upstream_offset")
 """A change of these opens a new version (AUTO CDC's track_history_column_list)."""
 START_AT: Final = "__START_AT"
@@ -200,7 +200,7 @@ def _valid_from() -> Column:
 
 def offset_history(versions: DataFrame) -> DataFrame:
     return versions.select(
-        *[sf.col(name) for name in GOLD_KEY],
+        *[sf.col(name) for name in GROUP_PARTITION_KEY],
         "downstream_offset",
         "upstream_offset",
         "method",
@@ -215,7 +215,7 @@ def latest_offsets(versions: DataFrame, precedence: Sequence[str]) -> DataFrame:
     current = versions.where(sf.col(END_AT).isNull())
     chosen = choose_translation(current, precedence, freshness="observed_at")
     return chosen.select(
-        *[sf.col(name) for name in GOLD_KEY],
+        *[sf.col(name) for name in GROUP_PARTITION_KEY],
         "downstream_offset",
         "upstream_offset",
         "method",

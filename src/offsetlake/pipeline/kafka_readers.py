@@ -84,29 +84,21 @@ def kafka_stream(
         options.setdefault("kafka.request.timeout.ms", timeout)
         options.setdefault("fetchOffset.numRetries", "1")
         return spark.readStream.format("kafka").options(**options, includeHeaders="true").load()
-    options["onUnreachable"] = "skip"
-    options["metadataTimeoutMs"] = str(settings.cluster_timeout_ms)
-    return spark.readStream.format("offsetlake_kafka").options(**options).load()
+    return spark.readStream.format("offsetlake_kafka").options(**_bounded(settings, options)).load()
 
 
 def group_offsets_stream(spark: SparkSession, settings: PipelineSettings, source: SourceCluster) -> DataFrame:
     """One snapshot of the source cluster's committed group offsets per micro-batch."""
     options = kafka_client_options(settings, source.bootstrap_servers)
-    options["groups.include"] = settings.groups_include
-    options["groups.exclude"] = settings.groups_exclude
-    options["onUnreachable"] = "skip"
-    options["requestTimeoutMs"] = str(settings.cluster_timeout_ms)
-    return spark.readStream.format("offsetlake_group_offsets").options(**options).load()
+    options.update({"groups.include": settings.groups_include, "groups.exclude": settings.groups_exclude})
+    return spark.readStream.format("offsetlake_group_offsets").options(**_bounded(settings, options)).load()
 
 
 def log_offsets_stream(spark: SparkSession, settings: PipelineSettings, source: SourceCluster) -> DataFrame:
     """One snapshot of the source cluster's log start and log end offsets per micro-batch."""
     options = kafka_client_options(settings, source.bootstrap_servers)
-    options["topics.include"] = settings.topics_include
-    options["topics.exclude"] = settings.topics_exclude
-    options["onUnreachable"] = "skip"
-    options["timeoutMs"] = str(settings.cluster_timeout_ms)
-    return spark.readStream.format("offsetlake_log_offsets").options(**options).load()
+    options.update({"topics.include": settings.topics_include, "topics.exclude": settings.topics_exclude})
+    return spark.readStream.format("offsetlake_log_offsets").options(**_bounded(settings, options)).load()
 
 
 def cluster_health_stream(
@@ -118,6 +110,12 @@ def cluster_health_stream(
     return spark.readStream.format("offsetlake_cluster_health").options(**options).load()
 
 
+def _bounded(settings: PipelineSettings, options: dict[str, str]) -> dict[str, str]:
+    """``options`` for an offsetlake data source: a cluster that does not answer within the one
+    cluster timeout adds no rows this micro-batch instead of failing the flow."""
+    return {**options, "onUnreachable": "skip", "timeoutMs": str(settings.cluster_timeout_ms)}
+
+
 def reads_records_with_offsetlake(settings: PipelineSettings) -> bool:
     """Whether any stream reads Kafka records with ``offsetlake_kafka`` (source clusters always do)."""
     return settings.kafka_reader == "offsetlake" or settings.offset_syncs_location == "source"
@@ -126,6 +124,6 @@ def reads_records_with_offsetlake(settings: PipelineSettings) -> bool:
 def register_offsetlake_sources(spark: SparkSession, settings: PipelineSettings) -> None:
     """Call at module level: pipeline query functions may not send commands to the server. Only the
     sources these settings use are registered."""
-    from offsetlake.data_sources.offsetlake_kafka import register_data_sources
+    from offsetlake.data_sources import register_data_sources
 
     register_data_sources(spark, kafka_records=reads_records_with_offsetlake(settings))

@@ -16,9 +16,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as sf
 
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.tables import LATEST_GROUP_OFFSETS
+from offsetlake.pipeline.tables import GROUP_PARTITION_KEY, LATEST_GROUP_OFFSETS
 
-GROUP_PARTITION_KEY: Final = ("source_cluster", "consumer_group", "topic", "partition")
 SEQUENCE: Final = "snapshot_time"
 
 

@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from offsetlake.errors import InvalidValueError
+from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 METHODS: Final[tuple[str, ...]] = ("mapping", "offset_sync", "checkpoint")
 """Every translation method, in the default precedence (exact record mappings first)."""
-GOLD_KEY: Final = ("source_cluster", "consumer_group", "topic", "partition")
 
 
 def parse_method_precedence(text: str) -> tuple[str, ...]:
@@ -36,7 +36,7 @@ def parse_method_precedence(text: str) -> tuple[str, ...]:
 
 
 def choose_translation(current: DataFrame, precedence: Sequence[str], freshness: str) -> DataFrame:
-    """One row per GOLD_KEY from ``current`` (at most one row per key and method), by the rule above.
+    """One row per group-partition key from ``current`` (at most one per key and method), by the rule above.
 
     Adds ``_precedence`` (1 = first) and ``_disagree``; ``freshness`` names the timestamp column.
     """
@@ -47,7 +47,7 @@ def choose_translation(current: DataFrame, precedence: Sequence[str], freshness:
 
     precedence_rank = sf.array_position(sf.array(*[sf.lit(m) for m in precedence]), sf.col("method"))
     ranked = add_columns(current, {"_precedence": precedence_rank})
-    per_key = Window.partitionBy(*GOLD_KEY)
+    per_key = Window.partitionBy(*GROUP_PARTITION_KEY)
     freshest_first = per_key.orderBy(sf.col(freshness).desc(), sf.col("_precedence"))
     freshest_upstream = sf.first("upstream_offset").over(
         freshest_first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)

@@ -25,10 +25,14 @@ from pyspark.sql import functions as sf
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.progress import INT64_MAX, ReplicationStatus
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS, REPLICATION_PROGRESS_HISTORY
+from offsetlake.pipeline.tables import (
+    FAILOVER_DATA_LOSS,
+    GROUP_PARTITION_KEY,
+    PARTITION_KEY,
+    REPLICATION_PROGRESS_HISTORY,
+)
 from offsetlake.pipeline.translation_spark import downstream_topic
 
-PARTITION_KEY: Final = ("source_cluster", "topic", "partition")
 CONNECT: Final = "connect_offset"
 SYNC: Final = "offset_sync"
 _SNAPSHOT: Final = "snapshot"
@@ -202,7 +206,7 @@ def failover_data_loss(
 ) -> DataFrame:
     """Per group-partition (``latest_group_offsets``: its newest snapshot, one row per key):
     consumed-but-unreplicated and unconsumed-and-unreplicated records."""
-    key = ("source_cluster", "consumer_group", "topic", "partition")
+    key = GROUP_PARTITION_KEY
     groups = latest_group_offsets.select(*key, "committed_offset", "snapshot_time")
     joined = groups.join(
         progress.select(

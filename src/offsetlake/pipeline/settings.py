@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Final, Literal
+from dataclasses import MISSING, dataclass, field, fields
+from enum import Enum
+from typing import Any, Final, Literal
 
+from offsetlake.data_sources.options import DEFAULT_TIMEOUT_MS
 from offsetlake.errors import InvalidValueError
+from offsetlake.mirror.filters import DEFAULT_GROUPS_EXCLUDE, DEFAULT_GROUPS_INCLUDE, DEFAULT_TOPICS_INCLUDE
 from offsetlake.mirror.policy import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS, parse_method_precedence
+from offsetlake.pipeline.tables import APPLY_CLUSTER_KEY
 
 TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
 TARGET_ALIAS: Final = "offsetlake.target.alias"
@@ -38,38 +42,15 @@ TOPICS_EXCLUDE: Final = "offsetlake.topics.exclude"
 GOLD_INCREMENTAL: Final = "offsetlake.gold.incremental"
 TABLE_CLUSTERING: Final = "offsetlake.tables.clustering"
 
-ALL_KEYS: Final[tuple[str, ...]] = (
-    TARGET_BOOTSTRAP,
-    TARGET_ALIAS,
-    SOURCES,
-    REPLICATION_POLICY,
-    REPLICATION_SEPARATOR,
-    OFFSET_SYNCS_LOCATION,
-    GROUPS_INCLUDE,
-    GROUPS_EXCLUDE,
-    MAPPINGS_TOPICS,
-    MAPPINGS_FORMAT,
-    METHOD_PRECEDENCE,
-    KAFKA_READER,
-    SECRET_SCOPE,
-    CLUSTER_TIMEOUT_MS,
-    BRONZE_FLOWS,
-    CONNECT_OFFSETS_TOPICS,
-    TOPICS_INCLUDE,
-    TOPICS_EXCLUDE,
-    GOLD_INCREMENTAL,
-    TABLE_CLUSTERING,
-)
 
-DEFAULT_GROUPS_EXCLUDE: Final = "console-consumer-.*|connect-.*|__.*"
 DEFAULT_CONNECT_OFFSETS_TOPICS: Final = r"mm2-offsets\..+\.internal|connect-offsets"
 """Kafka Connect offset topics on the target: dedicated MM2's ``mm2-offsets.<source>.internal``
 (``MirrorMakerConfig.workerConfig``) and ``connect-offsets``, the name Kafka's
 ``connect-distributed.properties`` gives a Connect cluster's ``offset.storage.topic``."""
-DEFAULT_CLUSTER_TIMEOUT_MS: Final = 30_000
+DEFAULT_CLUSTER_TIMEOUT_MS: Final = DEFAULT_TIMEOUT_MS
 """How long one cluster may take to answer before it counts as unreachable for this update."""
 SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)
-"""Formats decode.py can decode with Spark expressions (a subset of codecs.mappings' registry)."""
+"""Formats pipeline/decoding/ can decode with Spark expressions (a subset of codecs.mappings' registry)."""
 
 OffsetSyncsLocation = Literal["source", "target"]
 KafkaReader = Literal["offsetlake", "builtin"]
@@ -79,8 +60,6 @@ GoldIncremental = Literal["recompute", "auto_cdc"]
 GOLD_INCREMENTAL_MODES: Final[tuple[str, ...]] = ("recompute", "auto_cdc")
 TableClustering = Literal["none", "liquid"]
 TABLE_CLUSTERING_MODES: Final[tuple[str, ...]] = ("none", "liquid")
-APPLY_CLUSTER_KEY: Final[tuple[str, ...]] = ("consumer_group", "topic", "partition")
-"""How the failover apply job looks rows up (per group and partition); every clustered table has them."""
 _ALIAS = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -92,39 +71,116 @@ class SourceCluster:
     bootstrap_servers: str
 
 
+class Blank(Enum):
+    """What an empty value of a key means."""
+
+    DEFAULT = "default"
+    """Empty or blank: the default (most keys)."""
+    KEEP = "keep"
+    """Empty: the default; anything else verbatim, never stripped (a separator may be ``__``)."""
+    OFF = "off"
+    """Unset: the default; set but blank: empty, i.e. off or nothing excluded."""
+
+    def read(self, found: str | None) -> str | None:
+        """The text to parse, or None for the default."""
+        if self is Blank.KEEP:
+            return found or None
+        if found is None or (self is Blank.DEFAULT and not found.strip()):
+            return None
+        return found.strip()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration key: how its text becomes the field's value and back."""
+
+    key: str
+    parse: Callable[[str], Any] = str
+    text: Callable[[Any], str] = str
+    blank: Blank = Blank.DEFAULT
+
+
+SETTING: Final = "offsetlake.setting"
+
+
+def _setting(
+    key: str,
+    default: Any = MISSING,
+    *,
+    parse: Callable[[str], Any] = str,
+    text: Callable[[Any], str] = str,
+    blank: Blank = Blank.DEFAULT,
+) -> Any:
+    """A settings field bound to its key: ALL_KEYS, from_conf and to_conf are generated from these."""
+    return field(default=default, metadata={SETTING: Setting(key, parse, text, blank)})
+
+
+def _milliseconds(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidValueError(
+            f"{CLUSTER_TIMEOUT_MS} must be a whole number of milliseconds, got {text!r}"
+        ) from None
+
+
+def parse_sources(text: str) -> tuple[SourceCluster, ...]:
+    """``alias=host:port[;host:port],alias2=…``; a bootstrap list inside one source uses ``;``."""
+    sources: list[SourceCluster] = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        alias, sep, bootstrap = entry.partition("=")
+        if not sep or not alias.strip() or not bootstrap.strip():
+            raise InvalidValueError(f"{SOURCES} entry {entry!r} is not alias=bootstrap")
+        sources.append(SourceCluster(alias.strip(), bootstrap.strip().replace(";", ",")))
+    return tuple(sources)
+
+
+def format_sources(sources: tuple[SourceCluster, ...]) -> str:
+    """The inverse of :func:`parse_sources`."""
+    return ",".join(f"{source.alias}={source.bootstrap_servers.replace(',', ';')}" for source in sources)
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(","))
+
+
 @dataclass(frozen=True)
 class PipelineSettings:
     """Everything the transformations need to know about the clusters and MM2's naming."""
 
-    target_bootstrap_servers: str
-    sources: tuple[SourceCluster, ...]
-    target_alias: str = ""
-    replication_policy: str = "default"
-    separator: str = "."
-    offset_syncs_location: OffsetSyncsLocation = "source"
-    groups_include: str = ".*"
-    groups_exclude: str = DEFAULT_GROUPS_EXCLUDE
-    mappings_topics: str = ""
-    mappings_format: str = "k2k-json-v1"
-    method_precedence: tuple[str, ...] = METHODS
-    kafka_reader: KafkaReader = "offsetlake"
-    secret_scope: str = ""
-    cluster_timeout_ms: int = DEFAULT_CLUSTER_TIMEOUT_MS
-    bronze_flows: BronzeFlows = "union"
+    target_bootstrap_servers: str = _setting(TARGET_BOOTSTRAP)
+    sources: tuple[SourceCluster, ...] = _setting(SOURCES, parse=parse_sources, text=format_sources)
+    target_alias: str = _setting(TARGET_ALIAS, "")
+    replication_policy: str = _setting(REPLICATION_POLICY, "default")
+    separator: str = _setting(REPLICATION_SEPARATOR, ".", blank=Blank.KEEP)
+    offset_syncs_location: OffsetSyncsLocation = _setting(OFFSET_SYNCS_LOCATION, "source")
+    groups_include: str = _setting(GROUPS_INCLUDE, DEFAULT_GROUPS_INCLUDE)
+    groups_exclude: str = _setting(GROUPS_EXCLUDE, DEFAULT_GROUPS_EXCLUDE)
+    mappings_topics: str = _setting(MAPPINGS_TOPICS, "")
+    mappings_format: str = _setting(MAPPINGS_FORMAT, "k2k-json-v1")
+    method_precedence: tuple[str, ...] = _setting(
+        METHOD_PRECEDENCE, METHODS, parse=_comma_list, text=",".join
+    )
+    kafka_reader: KafkaReader = _setting(KAFKA_READER, "offsetlake")
+    secret_scope: str = _setting(SECRET_SCOPE, "")
+    cluster_timeout_ms: int = _setting(CLUSTER_TIMEOUT_MS, DEFAULT_CLUSTER_TIMEOUT_MS, parse=_milliseconds)
+    bronze_flows: BronzeFlows = _setting(BRONZE_FLOWS, "union")
     """``per_source`` (Databricks): one append flow per source cluster, so adding a cluster needs no
     full refresh and bronze refuses one. ``union`` (local default): one streaming query per table,
     because concurrent appends race on a Parquet table's sink log; adding a cluster then needs a
     full refresh of bronze, which is therefore allowed."""
-    connect_offsets_topics: str = DEFAULT_CONNECT_OFFSETS_TOPICS
+    connect_offsets_topics: str = _setting(
+        CONNECT_OFFSETS_TOPICS, DEFAULT_CONNECT_OFFSETS_TOPICS, blank=Blank.OFF
+    )
     """Regex of Connect offset topics on the target; empty turns their ingestion off."""
-    topics_include: str = ".*"
-    topics_exclude: str = DEFAULT_TOPICS_EXCLUDE
-    gold_incremental: GoldIncremental = "recompute"
+    topics_include: str = _setting(TOPICS_INCLUDE, DEFAULT_TOPICS_INCLUDE)
+    topics_exclude: str = _setting(TOPICS_EXCLUDE, DEFAULT_TOPICS_EXCLUDE, blank=Blank.OFF)
+    gold_incremental: GoldIncremental = _setting(GOLD_INCREMENTAL, "recompute")
     """How offset_versions is kept. ``auto_cdc`` (Databricks): AUTO CDC SCD type 2 applies only the
     new observations to the Delta table. ``recompute`` (local default): a materialized view computes
     the same table from every observation, because the open-source engine cannot MERGE into
     Parquet (and has no SCD type 2 before Spark 4.3)."""
-    table_clustering: TableClustering = "none"
+    table_clustering: TableClustering = _setting(TABLE_CLUSTERING, "none")
     """``liquid`` (Databricks): silver_group_offsets and the gold tables the apply job reads are
     liquid-clustered by ``APPLY_CLUSTER_KEY``. ``none`` (local default): a Parquet table only records
     the columns (no layout), and an existing streaming table refuses a clustering it was not
@@ -208,35 +264,15 @@ class PipelineSettings:
     @classmethod
     def from_conf(cls, get: Callable[[str], str | None]) -> PipelineSettings:
         """Parse from a key lookup (``spark.conf.get(key, None)``, ``dict.get``); unset keys -> defaults."""
-
-        def value(key: str, default: str) -> str:
-            found = get(key)
-            return default if found is None or found.strip() == "" else found.strip()
-
-        return cls(
-            target_bootstrap_servers=value(TARGET_BOOTSTRAP, ""),
-            sources=parse_sources(value(SOURCES, "")),
-            target_alias=value(TARGET_ALIAS, ""),
-            replication_policy=value(REPLICATION_POLICY, "default"),
-            separator=_raw(get(REPLICATION_SEPARATOR)) or ".",
-            offset_syncs_location=value(OFFSET_SYNCS_LOCATION, "source"),  # type: ignore[arg-type]
-            groups_include=value(GROUPS_INCLUDE, ".*"),
-            groups_exclude=value(GROUPS_EXCLUDE, DEFAULT_GROUPS_EXCLUDE),
-            mappings_topics=value(MAPPINGS_TOPICS, ""),
-            mappings_format=value(MAPPINGS_FORMAT, "k2k-json-v1"),
-            method_precedence=tuple(
-                method.strip() for method in value(METHOD_PRECEDENCE, ",".join(METHODS)).split(",")
-            ),
-            kafka_reader=value(KAFKA_READER, "offsetlake"),  # type: ignore[arg-type]
-            secret_scope=value(SECRET_SCOPE, ""),
-            cluster_timeout_ms=_milliseconds(value(CLUSTER_TIMEOUT_MS, str(DEFAULT_CLUSTER_TIMEOUT_MS))),
-            bronze_flows=value(BRONZE_FLOWS, "union"),  # type: ignore[arg-type]
-            connect_offsets_topics=_unless_set(get(CONNECT_OFFSETS_TOPICS), DEFAULT_CONNECT_OFFSETS_TOPICS),
-            topics_include=value(TOPICS_INCLUDE, ".*"),
-            topics_exclude=_unless_set(get(TOPICS_EXCLUDE), DEFAULT_TOPICS_EXCLUDE),
-            gold_incremental=value(GOLD_INCREMENTAL, "recompute"),  # type: ignore[arg-type]
-            table_clustering=value(TABLE_CLUSTERING, "none"),  # type: ignore[arg-type]
-        )
+        values = {}
+        for spec in fields(cls):
+            setting: Setting = spec.metadata[SETTING]
+            text = setting.blank.read(get(setting.key))
+            if text is not None:
+                values[spec.name] = setting.parse(text)
+            elif spec.default is MISSING:  # required: validated (and named) by __post_init__
+                values[spec.name] = setting.parse("")
+        return cls(**values)
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, str]) -> PipelineSettings:
@@ -245,56 +281,10 @@ class PipelineSettings:
     def to_conf(self) -> dict[str, str]:
         """The configuration entries that reproduce these settings (for a pipeline spec)."""
         return {
-            TARGET_BOOTSTRAP: self.target_bootstrap_servers,
-            TARGET_ALIAS: self.target_alias,
-            SOURCES: ",".join(
-                f"{source.alias}={source.bootstrap_servers.replace(',', ';')}" for source in self.sources
-            ),
-            REPLICATION_POLICY: self.replication_policy,
-            REPLICATION_SEPARATOR: self.separator,
-            OFFSET_SYNCS_LOCATION: self.offset_syncs_location,
-            GROUPS_INCLUDE: self.groups_include,
-            GROUPS_EXCLUDE: self.groups_exclude,
-            MAPPINGS_TOPICS: self.mappings_topics,
-            MAPPINGS_FORMAT: self.mappings_format,
-            METHOD_PRECEDENCE: ",".join(self.method_precedence),
-            KAFKA_READER: self.kafka_reader,
-            SECRET_SCOPE: self.secret_scope,
-            CLUSTER_TIMEOUT_MS: str(self.cluster_timeout_ms),
-            BRONZE_FLOWS: self.bronze_flows,
-            CONNECT_OFFSETS_TOPICS: self.connect_offsets_topics,
-            TOPICS_INCLUDE: self.topics_include,
-            TOPICS_EXCLUDE: self.topics_exclude,
-            GOLD_INCREMENTAL: self.gold_incremental,
-            TABLE_CLUSTERING: self.table_clustering,
+            spec.metadata[SETTING].key: spec.metadata[SETTING].text(getattr(self, spec.name))
+            for spec in fields(self)
         }
 
 
-def _milliseconds(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise InvalidValueError(
-            f"{CLUSTER_TIMEOUT_MS} must be a whole number of milliseconds, got {text!r}"
-        ) from None
-
-
-def _unless_set(value: str | None, default: str) -> str:
-    """Unset -> the default; set to empty (or blanks) -> "" (off / nothing excluded)."""
-    return default if value is None else value.strip()
-
-
-def _raw(value: str | None) -> str | None:
-    """Separators may be whitespace-free punctuation like ``__``; never strip them."""
-    return value if value else None
-
-
-def parse_sources(text: str) -> tuple[SourceCluster, ...]:
-    """``alias=host:port[;host:port],alias2=…``; a bootstrap list inside one source uses ``;``."""
-    sources: list[SourceCluster] = []
-    for entry in filter(None, (part.strip() for part in text.split(","))):
-        alias, sep, bootstrap = entry.partition("=")
-        if not sep or not alias.strip() or not bootstrap.strip():
-            raise InvalidValueError(f"{SOURCES} entry {entry!r} is not alias=bootstrap")
-        sources.append(SourceCluster(alias.strip(), bootstrap.strip().replace(";", ",")))
-    return tuple(sources)
+ALL_KEYS: Final[tuple[str, ...]] = tuple(spec.metadata[SETTING].key for spec in fields(PipelineSettings))
+"""Every configuration key, in declaration order (``--set`` checks against it)."""

@@ -259,6 +259,12 @@ _GOLD_KEY: Final = (
     ("topic", "STRING", "Target-cluster topic name"),
     ("partition", "INT", "Target-cluster partition"),
 )
+GROUP_PARTITION_KEY: Final = tuple(name for name, *_ in _GOLD_KEY)
+"""One consumer group's position in one partition: the key of gold and of the group snapshots."""
+PARTITION_KEY: Final = tuple(name for name in GROUP_PARTITION_KEY if name != "consumer_group")
+"""One replicated partition of one source cluster: the key of offset syncs and replication progress."""
+APPLY_CLUSTER_KEY: Final = GROUP_PARTITION_KEY[1:]
+"""How the failover apply job looks rows up (per group and partition); every clustered table has them."""
 _TRANSLATION: Final = (
     ("downstream_offset", "BIGINT", "Translated offset to commit on the target cluster"),
     ("upstream_offset", "BIGINT", "The source group's committed offset this translation is based on"),

@@ -16,15 +16,13 @@ of a refresh is the new snapshots plus one pass over the syncs, not the snapshot
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.frames import add_columns
-
-PARTITION_KEY: Final = ("source_cluster", "topic", "partition")
+from offsetlake.pipeline.tables import PARTITION_KEY
 
 
 def sync_intervals(offset_syncs: DataFrame, sync_write_order: str = "sync_order") -> DataFrame:

@@ -10,24 +10,25 @@ The checkpoint names the *downstream* topic (``renameTopicPartition``). docs/mm2
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from offsetlake.codecs.mm2 import Checkpoint
+from offsetlake.mirror import filters
+from offsetlake.mirror.policy import DEFAULT_TOPICS_EXCLUDE as MM2_TOPICS_EXCLUDE
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.positions import CommittedOffset
 from offsetlake.mirror.translation import sync_pairs, translate
 from offsetlake_dev.simulate.offset_sync_store import OffsetSyncStore
 
-DEFAULT_GROUPS_EXCLUDE = ("console-consumer-.*", "connect-.*", "__.*")
-"""MM2's ``groups.exclude`` default (DefaultGroupFilter)."""
-DEFAULT_TOPICS_EXCLUDE = (r".*[\-\.]internal", r".*\.replica", "__.*")
-"""MM2's ``topics.exclude`` default (DefaultTopicFilter)."""
+DEFAULT_GROUPS_EXCLUDE: tuple[str, ...] = (filters.DEFAULT_GROUPS_EXCLUDE,)
+"""MM2's ``groups.exclude`` default (DefaultGroupFilter), as the list the setting is."""
+DEFAULT_TOPICS_EXCLUDE: tuple[str, ...] = (MM2_TOPICS_EXCLUDE,)
+"""MM2's ``topics.exclude`` default (DefaultTopicFilter), as the list the setting is."""
 
 
-def _matches_any(patterns: tuple[str, ...], name: str) -> bool:
-    # Java's Pattern.matcher(name).matches(): the whole name must match.
-    return any(re.fullmatch(pattern, name) for pattern in patterns)
+def _exclude_filter(patterns: tuple[str, ...], option: str) -> filters.NameFilter:
+    """Names that fully match none of ``patterns`` (MM2 joins a list setting into one regex)."""
+    return filters.NameFilter.compile(".*", filters.join_patterns(patterns), exclude_option=option)
 
 
 def checkpoint_is_more_recent(last: Checkpoint | None, candidate: Checkpoint) -> bool:
@@ -56,15 +57,15 @@ class CheckpointEmitter:
         self.target_alias = target_alias
         self.policy = policy or ReplicationPolicy()
         self._sync_store = sync_store
-        self._groups_exclude = groups_exclude
-        self._topics_exclude = topics_exclude
+        self._groups = _exclude_filter(groups_exclude, "groups.exclude")
+        self._topics = _exclude_filter(topics_exclude, "topics.exclude")
         self._last: dict[tuple[str, str, int], Checkpoint] = {}
 
     def replicates_group(self, group: str) -> bool:
-        return not _matches_any(self._groups_exclude, group)
+        return self._groups.matches(group)
 
     def checkpoints_topic_partition(self, topic: str) -> bool:
-        return not _matches_any(self._topics_exclude, topic)
+        return self._topics.matches(topic)
 
     def checkpoints_for_group(
         self, group: str, committed: Mapping[tuple[str, int], CommittedOffset]

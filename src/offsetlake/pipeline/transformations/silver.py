@@ -1,9 +1,9 @@
 """Silver: decoded, typed streaming tables, and the quarantine for records that do not decode.
 
-Decoding is Spark-native (offsetlake.pipeline.decode, no per-row Python UDF) and happens once per
+Decoding is Spark-native (offsetlake.pipeline.decoding, no per-row Python UDF) and happens once per
 bronze record: one streaming flow per input writes its ``decoded_*`` table, and the silver table
 and quarantine are streaming tables filtered from it on ``decode_error``
-(offsetlake.pipeline.decode_once), so every bronze record lands in exactly one of the two and
+(offsetlake.pipeline.decoding.inputs), so every bronze record lands in exactly one of the two and
 nothing is dropped or fails the update. On Databricks each silver table also declares warn-only
 expectations (offsetlake.pipeline.expectations): counted in the event log, never dropping a row.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
-from offsetlake.pipeline import decode_once
-from offsetlake.pipeline.decode_once import DecodedInput, decode_result, quarantine_rows, silver_rows
+from offsetlake.pipeline.decoding import inputs
+from offsetlake.pipeline.decoding.inputs import DecodedInput, decode_result, quarantine_rows, silver_rows
 from offsetlake.pipeline.expectations import expect_all
 from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.tables import BRONZE_GROUP_OFFSETS, QUARANTINE, SILVER_GROUP_OFFSETS
@@ -22,11 +22,11 @@ from offsetlake.pipeline.tables import BRONZE_GROUP_OFFSETS, QUARANTINE, SILVER_
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)
 
-INPUTS: list[DecodedInput] = [decode_once.CHECKPOINTS, decode_once.OFFSET_SYNCS]
+INPUTS: list[DecodedInput] = [inputs.CHECKPOINTS, inputs.OFFSET_SYNCS]
 if settings.connect_offsets_topics:
-    INPUTS.append(decode_once.CONNECT_OFFSETS)
+    INPUTS.append(inputs.CONNECT_OFFSETS)
 if settings.mappings_topics:
-    INPUTS.append(decode_once.mappings(settings.mappings_format))
+    INPUTS.append(inputs.mappings(settings.mappings_format))
 
 
 def _declare_decoded_and_silver(source: DecodedInput) -> None:

@@ -1,4 +1,4 @@
-"""`offsetlake demo` end to end: exit status and the lines a reader relies on.
+"""`python -m offsetlake_dev demo` (make demo) end to end: exit status and the lines a reader relies on.
 
 Runs in a subprocess, as `make demo` does: the demo starts its own local clusters and its own
 Spark session on a private warehouse, which must not collide with this session's `spark` fixture.

@@ -1,4 +1,4 @@
-"""`offsetlake local up|down|status` and the local_cluster lifecycle, on real Tansu processes.
+"""`python -m offsetlake_dev local up|down|status` and the local_cluster lifecycle, on real Tansu processes.
 
 Each test runs in its own $OFFSETLAKE_HOME (the ``offsetlake_home`` fixture) and starts its own
 brokers, separate from the session's ``kafka_clusters``. Failure paths use a fake broker binary (a
@@ -28,7 +28,7 @@ from offsetlake_dev.local_cluster import (
     CLUSTERS_FILE,
     ClusterState,
     KafkaCluster,
-    LocalClusterError,
+    LocalBrokerError,
     cluster_status,
     load_clusters,
     running_clusters,
@@ -53,7 +53,7 @@ def test_cli_up_status_down(offsetlake_home: Path, capsys: pytest.CaptureFixture
     assert main(["local", "up"]) == 0
     up_seconds = time.monotonic() - started
     with capsys.disabled():
-        print(f"\n`offsetlake local up` took {up_seconds:.3f} s")  # shown with -s
+        print(f"\n`make up` took {up_seconds:.3f} s")  # shown with -s
     assert up_seconds < UP_BUDGET_S
 
     pair = load_clusters()
@@ -98,7 +98,7 @@ def test_cli_up_status_down(offsetlake_home: Path, capsys: pytest.CaptureFixture
         ["source", "stopped"],
         ["target", "stopped"],
     ]
-    with pytest.raises(LocalClusterError, match=re.escape(START_HINT)):
+    with pytest.raises(LocalBrokerError, match=re.escape(START_HINT)):
         load_clusters()
     assert main(["local", "down"]) == 0
     assert "no local broker was running" in capsys.readouterr().out
@@ -180,7 +180,7 @@ def test_a_broker_that_dies_on_start_is_reported_with_its_log(
 ) -> None:
     _fake_broker(tmp_path, monkeypatch, "echo 'storage engine exploded'\nexit 3")
 
-    with pytest.raises(LocalClusterError, match=r"source broker exited(.|\n)*storage engine exploded"):
+    with pytest.raises(LocalBrokerError, match=r"source broker exited(.|\n)*storage engine exploded"):
         start_clusters(offsetlake_home, preferred_ports=None)
     assert not (offsetlake_home / CLUSTERS_FILE).exists()
 
@@ -191,7 +191,7 @@ def test_a_broker_that_never_answers_is_stopped(
     pid_file = _fake_broker(tmp_path, monkeypatch, "echo 'waiting forever'\nexec sleep 60")
 
     started = time.monotonic()
-    with pytest.raises(LocalClusterError, match=r"did not answer(.|\n)*waiting forever"):
+    with pytest.raises(LocalBrokerError, match=r"did not answer(.|\n)*waiting forever"):
         start_clusters(offsetlake_home, timeout_s=1.0, preferred_ports=None)
     assert time.monotonic() - started < 1.0 + 5.0
     assert _process_gone(int(pid_file.read_text()))
@@ -209,7 +209,7 @@ def test_a_lost_port_race_is_retried_on_other_ports(
         f"echo \"$3\" >> {attempts}\necho 'err=Io(Os {{ code: 98, kind: AddrInUse }})'\nexit 0",
     )
 
-    with pytest.raises(LocalClusterError, match="AddrInUse"):
+    with pytest.raises(LocalBrokerError, match="AddrInUse"):
         start_clusters(offsetlake_home, preferred_ports=None)
     listeners = attempts.read_text().split()
     assert len(listeners) == 3

@@ -1,4 +1,5 @@
-"""``offsetlake_cluster_health``: one reachability check of one Kafka cluster per micro-batch.
+"""PySpark Python data source ``offsetlake_cluster_health``: one reachability check of one Kafka
+cluster per micro-batch.
 
 The pipeline streams it into the ``cluster_health`` table (one row per cluster per update), so an
 operator and the apply job can see which cluster was unreachable, since when, and why, next to the
@@ -16,13 +17,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import BooleanType, DoubleType, StringType, StructField, StructType, TimestampType
 
+from offsetlake.data_sources.options import lower_names, parse_timeout_s, require_bootstrap_servers
 from offsetlake.data_sources.spark_compat import SupportsTriggerAvailableNow
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.kafka.offset_ranges import OffsetOptionError
 
 CLUSTER_HEALTH_SOURCE_NAME = "offsetlake_cluster_health"
-DEFAULT_TIMEOUT_MS = 30_000
 ROLES = ("source", "target")
 
 CLUSTER_HEALTH_SCHEMA = StructType(
@@ -58,21 +59,14 @@ class HealthOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> HealthOptions:
-        lowered = {name.lower(): value for name, value in options.items()}
-        if not lowered.get("kafka.bootstrap.servers"):
-            raise OffsetOptionError("option kafka.bootstrap.servers is required")
+        lowered = lower_names(options)
+        require_bootstrap_servers(lowered)
         cluster, role = lowered.get("cluster", "").strip(), lowered.get("role", "").strip()
         if not cluster:
             raise OffsetOptionError("option cluster (the cluster's alias) is required")
         if role not in ROLES:
             raise OffsetOptionError(f"option role must be one of {', '.join(ROLES)}, not {role!r}")
-        try:
-            timeout_ms = int(lowered.get("timeoutms", DEFAULT_TIMEOUT_MS))
-        except ValueError:
-            raise OffsetOptionError("option timeoutMs must be a whole number") from None
-        if timeout_ms < 1:
-            raise OffsetOptionError("option timeoutMs must be >= 1")
-        return cls(kafka_options_to_librdkafka(lowered), cluster, role, timeout_ms / 1000)
+        return cls(kafka_options_to_librdkafka(lowered), cluster, role, parse_timeout_s(lowered))
 
     def check(self) -> dict[str, object]:
         """One probe, as the row the table stores."""

@@ -1,12 +1,12 @@
 """One decoding pass per bronze input, feeding both its silver table and quarantine.
 
-Decoding (offsetlake.pipeline.decode) is the costly step of silver. Each bronze stream is decoded
-by exactly one streaming flow into its decode-result table (``decoded_*`` in tables.py): silver's
-columns, ``decode_error``, and the raw key and value of malformed records only (bronze keeps
-every record's bytes; quarantine needs only the bad ones'). The silver table and quarantine are
-streaming tables filtered from it on ``decode_error``, so every bronze record lands in exactly one
-of them. A temporary view would not save the second decode: every flow that reads a view
-evaluates its query again.
+Decoding (the ``*_spark`` modules beside this one) is the costly step of silver. Each bronze
+stream is decoded by exactly one streaming flow into its decode-result table (``decoded_*`` in
+tables.py): silver's columns, ``decode_error``, and the raw key and value of malformed records
+only (bronze keeps every record's bytes; quarantine needs only the bad ones'). The silver table
+and quarantine are streaming tables filtered from it on ``decode_error``, so every bronze record
+lands in exactly one of them. A temporary view would not save the second decode: every flow that
+reads a view evaluates its query again.
 """
 
 from __future__ import annotations
@@ -18,13 +18,10 @@ from typing import Final
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from offsetlake.pipeline.decode import (
-    DECODE_ERROR,
-    MAPPING_DECODERS,
-    decode_checkpoints,
-    decode_connect_offsets,
-    decode_offset_syncs,
-)
+from offsetlake.pipeline.decoding.connect_spark import decode_connect_offsets
+from offsetlake.pipeline.decoding.mappings_spark import MAPPING_DECODERS
+from offsetlake.pipeline.decoding.mm2_spark import decode_checkpoints, decode_offset_syncs
+from offsetlake.pipeline.decoding.wire_spark import DECODE_ERROR
 from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,

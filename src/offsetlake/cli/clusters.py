@@ -1,0 +1,121 @@
+"""Which Kafka clusters a command talks to, decided once, here, at the edge.
+
+Every command makes one call, :func:`resolve_clusters`, and hands the jobs it runs explicit
+endpoints; no job looks anywhere for a cluster. The target is the ``--target`` flag, else the
+``kafka.bootstrap.servers`` of the client settings (the secret scope, or the properties file),
+else, in a local command only, the target of the local clusters file (``make up``). The sources
+are the ``--source`` flags, else the local source. On Databricks there is no local clusters file:
+a missing target is an operator mistake, reported in one line naming both ways to give it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from offsetlake.errors import UsageError
+from offsetlake.jobs.session import on_databricks
+from offsetlake.kafka.secrets import (
+    BOOTSTRAP_OPTION,
+    PROPERTIES_ENV,
+    DatabricksSecrets,
+    SecretsProvider,
+    kafka_options_from_properties,
+)
+from offsetlake.local.clusters import ClusterEndpoint, read_local_clusters
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+
+
+class NoTargetError(UsageError):
+    """No target cluster was named, and none can be found where this command runs."""
+
+
+@dataclass(frozen=True)
+class ResolvedClusters:
+    """What one command talks to. ``target`` is None only when the client settings name it (the
+    job reads it there, with the credentials); ``sources`` is empty for commands without them."""
+
+    target: str | None
+    target_alias: str
+    sources: tuple[ClusterEndpoint, ...]
+    kafka_properties: Path | None
+
+    def pipeline_settings(self) -> PipelineSettings:
+        """The clusters as pipeline settings (a pipeline needs both ends by address)."""
+        if self.target is None or not self.sources:
+            raise UsageError("a pipeline run needs --target and --source, or the local clusters")
+        return PipelineSettings(
+            target_bootstrap_servers=self.target,
+            target_alias=self.target_alias,
+            sources=tuple(SourceCluster(source.name, source.bootstrap_servers) for source in self.sources),
+        )
+
+
+def resolve_clusters(
+    args: argparse.Namespace,
+    *,
+    sources: bool,
+    secrets: SecretsProvider | None = None,
+    target_flag: str | None = None,
+) -> ResolvedClusters:
+    """The clusters of one command. ``target_flag`` replaces ``--target`` for a command whose
+    cluster is named by another flag (``mm2 reset-offsets --offset-syncs-bootstrap``)."""
+    properties = kafka_properties(args)
+    flag = target_flag or args.target_bootstrap_servers
+    named_sources = tuple(getattr(args, "sources", None) or ())
+    if sources and bool(args.target_bootstrap_servers) != bool(named_sources):
+        raise UsageError(
+            "--target and --source go together (give neither to use the local clusters of `make up`)"
+        )
+    if flag and (named_sources or not sources):
+        return ResolvedClusters(flag, getattr(args, "target_alias", None) or "", named_sources, properties)
+    if not sources and _client_settings_name_target(args, properties, secrets):
+        return ResolvedClusters(None, "", (), properties)
+    if on_databricks():
+        raise NoTargetError(_no_target_line(args))
+    pair = read_local_clusters()
+    return ResolvedClusters(
+        pair.target.bootstrap_servers,
+        pair.target.name if sources else "",
+        (pair.source,) if sources else (),
+        properties,
+    )
+
+
+def kafka_properties(args: argparse.Namespace) -> Path | None:
+    """The Kafka properties file to use, checked now (a typo costs seconds, not a Spark start)."""
+    path = args.kafka_properties or (
+        Path(os.environ[PROPERTIES_ENV]) if os.environ.get(PROPERTIES_ENV) else None
+    )
+    if path is not None:
+        kafka_options_from_properties(path)
+    return path
+
+
+def _client_settings_name_target(
+    args: argparse.Namespace, properties: Path | None, secrets: SecretsProvider | None
+) -> bool:
+    """Whether the properties file or the secret scope holds ``kafka.bootstrap.servers`` (the
+    scope's key names only: no secret value is read here)."""
+    if properties is not None and _names_bootstrap(kafka_options_from_properties(properties)):
+        return True
+    scope = getattr(args, "secret_scope", None)
+    if not scope:
+        return False
+    return _names_bootstrap((secrets or DatabricksSecrets()).list_keys(scope))
+
+
+def _names_bootstrap(keys: Iterable[str]) -> bool:
+    return any(key.lower() == BOOTSTRAP_OPTION for key in keys)
+
+
+def _no_target_line(args: argparse.Namespace) -> str:
+    scope = getattr(args, "secret_scope", None)
+    where = f"in secret scope {scope!r}" if scope else "in the secret scope (--secret-scope)"
+    return (
+        f"no target cluster: pass --target-bootstrap-servers, or store {BOOTSTRAP_OPTION} {where}; "
+        "the local clusters file does not exist on Databricks"
+    )

@@ -1,0 +1,178 @@
+"""The ``mm2_reset_audit`` table: every run of ``offsetlake mm2 reset-offsets``, dry runs included.
+
+One row per planned key (tombstones), per source partition (Connect REST API) and per partition
+of a truncated offset-syncs topic: what was found, what was (or would be) done, and whether it
+verified. Named with catalog and schema as ``apply_audit`` is (``offsetlake.apply.gold.table_name``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Final
+
+from offsetlake.apply.gold import table_name
+from offsetlake.mm2_reset.plan import TRUNCATION_ACTION, ResetAction, ResetRow, RestResetRow, Truncation
+from offsetlake.pipeline.tables import TableSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from offsetlake.mm2_reset.job import ResetRequest
+
+
+class Mode(StrEnum):
+    DRY_RUN = "dry_run"
+    EXECUTE = "execute"
+
+
+MM2_RESET_AUDIT: Final = TableSpec(
+    "mm2_reset_audit",
+    "Every run of `offsetlake mm2 reset-offsets`, dry runs included: one row per Connect offset key or "
+    "source partition of the connector, and per partition of a truncated offset-syncs topic.",
+    (
+        ("run_id", "STRING", "The run: its start (UTC) and a random suffix"),
+        ("mode", "STRING", "dry_run | execute"),
+        ("connector", "STRING", "The connector whose Connect offsets were reset"),
+        (
+            "offsets_topic",
+            "STRING",
+            "The Connect offsets topic (for delete_records rows: the offset-syncs topic)",
+        ),
+        ("kafka_partition", "INT", "Partition of the topic the key was read from (or truncated)"),
+        (
+            "kafka_offset",
+            "BIGINT",
+            "Offset of the key's newest record (for delete_records rows: the log end deleted up to)",
+        ),
+        ("java_partition", "INT", "The partition Java's default partitioner chooses for the key"),
+        ("source_partition", "STRING", "The Connect source partition, compact JSON"),
+        ("stored_offset", "STRING", "The stored source offset, compact JSON (NULL: reset already)"),
+        (
+            "action",
+            "STRING",
+            "tombstone | already_reset | skip_wrong_partition | reset_via_rest | delete_records",
+        ),
+        (
+            "verified",
+            "BOOLEAN",
+            "Executed rows that change something: whether reading back confirmed it; NULL otherwise",
+        ),
+        ("recorded_at", "TIMESTAMP", "When the row was written"),
+    ),
+)
+AUDIT_TABLE: Final = MM2_RESET_AUDIT.name
+
+
+def audit_table_name(schema: str, catalog: str | None = None) -> str:
+    return table_name(AUDIT_TABLE, schema, catalog)
+
+
+def _mode(request: ResetRequest) -> str:
+    return (Mode.EXECUTE if request.execute else Mode.DRY_RUN).value
+
+
+def tombstone_records(
+    run_id: str, request: ResetRequest, rows: Sequence[ResetRow], not_verified: Sequence[ResetRow]
+) -> list[tuple[Any, ...]]:
+    """One row per planned key; ``verified`` for the tombstones of an executed run."""
+    failed = {id(row) for row in not_verified}
+    now = datetime.now(UTC)
+    return [
+        _record(
+            run_id,
+            request,
+            row,
+            (row.stored.partition, row.stored.kafka_offset, row.java_partition),
+            verified=_verified(request, row, failed, ResetAction.TOMBSTONE),
+            now=now,
+        )
+        for row in rows
+    ]
+
+
+def rest_records(
+    run_id: str, request: ResetRequest, rows: Sequence[RestResetRow], not_verified: Sequence[RestResetRow]
+) -> list[tuple[Any, ...]]:
+    """One row per selected source partition; ``verified`` for those an executed run reset."""
+    failed = {id(row) for row in not_verified}
+    now = datetime.now(UTC)
+    return [
+        _record(
+            run_id,
+            request,
+            row,
+            (None, None, None),
+            verified=_verified(request, row, failed, ResetAction.RESET_VIA_REST),
+            now=now,
+        )
+        for row in rows
+    ]
+
+
+def _verified(
+    request: ResetRequest, row: ResetRow | RestResetRow, failed: set[int], altering: ResetAction
+) -> bool | None:
+    """Whether reading back confirmed a row the executed run altered; None for any other row."""
+    return (id(row) not in failed) if request.execute and row.action is altering else None
+
+
+def _record(
+    run_id: str,
+    request: ResetRequest,
+    row: ResetRow | RestResetRow,
+    placement: tuple[int | None, int | None, int | None],
+    *,
+    verified: bool | None,
+    now: datetime,
+) -> tuple[Any, ...]:
+    """One audit row; ``placement`` is (kafka partition, kafka offset, java partition) of a stored key."""
+    return (
+        run_id,
+        _mode(request),
+        request.connector,
+        request.offsets_topic,
+        *placement,
+        row.source_partition_json,
+        row.stored_offset_json,
+        row.action.value,
+        verified,
+        now,
+    )
+
+
+def truncation_records(
+    run_id: str, request: ResetRequest, topic: str, rows: Sequence[Truncation]
+) -> list[tuple[Any, ...]]:
+    """One row per partition of the offset-syncs topic; ``verified`` when executed."""
+    now = datetime.now(UTC)
+    return [
+        (
+            run_id,
+            _mode(request),
+            request.connector,
+            topic,
+            row.partition,
+            row.log_end,
+            None,
+            None,
+            None,
+            TRUNCATION_ACTION,
+            row.verified if request.execute else None,
+            now,
+        )
+        for row in rows
+    ]
+
+
+def append_audit(spark: SparkSession, table: str, records: Iterable[tuple[Any, ...]]) -> int:
+    """Append rows (creating the table in the session's default format on first use), as
+    ``offsetlake.apply.audit.append_audit`` appends to ``apply_audit``."""
+    from pyspark.sql.types import StructType
+
+    records = list(records)
+    if records:
+        schema = StructType.fromDDL(MM2_RESET_AUDIT.schema_ddl)
+        spark.createDataFrame(records, schema).write.mode("append").saveAsTable(table)
+    return len(records)
