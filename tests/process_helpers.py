@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from offsetlake.local.processes import descendants
@@ -34,3 +38,18 @@ def descendants_once_java_runs(pid: int, *, timeout_s: float = 60, settle_s: flo
     time.sleep(settle_s)
     seen.update(descendants(pid))
     return seen
+
+
+@contextmanager
+def python_child(code: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """``python -c code args`` with text pipes, for a test to signal instead of its own process;
+    killed and reaped if it still runs when the block ends."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()

@@ -174,3 +174,26 @@ def test_a_truncation_verifies_when_each_log_start_reached_the_planned_end() -> 
     assert [row.verified for row in done] == [True, False]
     assert still_holding_records(done) == [1]
     assert still_holding_records(truncated(planned, {0: 12, 1: 9})) == []
+
+
+def test_audit_rows_record_placement_and_verify_only_what_an_executed_run_altered() -> None:
+    from offsetlake.mm2_reset.audit import rest_records, tombstone_records
+    from offsetlake.mm2_reset.job import ResetRequest
+
+    rows = plan_reset([_stored("orders"), _stored("orders", partition=1)], PARTITIONS, CONNECTOR, None)
+    executed = ResetRequest(CONNECTOR, "connect-offsets", execute=True)
+    records = tombstone_records("run-1", executed, rows, not_verified=[rows[1]])
+    placed = [(record[4], record[5], record[6]) for record in records]
+    assert placed == [(row.stored.partition, row.stored.kafka_offset, row.java_partition) for row in rows]
+    assert [record[10] for record in records] == [True, False]
+    assert {record[:4] for record in records} == {("run-1", "execute", CONNECTOR, "connect-offsets")}
+    dry = tombstone_records("run-2", replace(executed, execute=False), rows, not_verified=[])
+    assert [(record[1], record[10]) for record in dry] == [("dry_run", None), ("dry_run", None)]
+
+    rest = plan_rest_reset([_listed("orders", 0, 5), _listed("orders", 1, None)], None)
+    records = rest_records("run-3", executed, rest, not_verified=[])
+    assert [record[4:7] for record in records] == [(None, None, None), (None, None, None)]
+    assert [(record[7], record[9], record[10]) for record in records] == [
+        (rest[0].source_partition_json, "reset_via_rest", True),
+        (rest[1].source_partition_json, "already_reset", None),
+    ]

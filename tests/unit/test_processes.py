@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from offsetlake.local.processes import run_group
+from tests.process_helpers import python_child
 
 # A parent that starts a grandchild (like spark-pipelines starting the Spark Connect JVM) and
 # prints both PIDs, then waits.
@@ -90,21 +91,11 @@ SIGTERM_DURING_A_RUN = (
 def test_sigterm_raises_after_the_tree_is_stopped_and_the_previous_handlers_are_back() -> None:
     # In a process of its own, signalled from here: a SIGTERM to this test session would reach
     # pytest's own handlers (and the kafka_clusters fixture's) if the code under test misbehaved.
-    child = subprocess.Popen(
-        [sys.executable, "-c", SIGTERM_DURING_A_RUN, TREE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with python_child(SIGTERM_DURING_A_RUN, TREE) as child:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "running", child.communicate(timeout=60)[1]
         child.send_signal(signal.SIGTERM)
         stdout, stderr = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     assert child.returncode == 0, stderr
     report = json.loads(stdout.strip().splitlines()[-1])
     assert report["exit_code"] == 128 + signal.SIGTERM
@@ -165,13 +156,7 @@ METADATA_WAIT = (
 
 def test_sigterm_cuts_into_a_metadata_wait_at_once() -> None:
     """librdkafka's list_topics holds a signal until its timeout; read_metadata does not."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", METADATA_WAIT, str(_closed_port())],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with python_child(METADATA_WAIT, str(_closed_port())) as child:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "waiting", child.communicate(timeout=60)[1]
         time.sleep(0.5)  # into the wait
@@ -179,12 +164,7 @@ def test_sigterm_cuts_into_a_metadata_wait_at_once() -> None:
         child.send_signal(signal.SIGTERM)
         answer = child.stdout.readline().strip()
         seconds = time.monotonic() - signalled
-    finally:
-        try:
-            child.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.communicate()
+        child.communicate(timeout=30)
     assert answer == str(128 + signal.SIGTERM)
     assert seconds < 10  # not the 30 s of the metadata timeout
 

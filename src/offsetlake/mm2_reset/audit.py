@@ -7,10 +7,10 @@ verified. Named with catalog and schema as ``apply_audit`` is (``offsetlake.appl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from offsetlake.apply.gold import table_name
 from offsetlake.mm2_reset.plan import TRUNCATION_ACTION, ResetAction, ResetRow, RestResetRow, Truncation
@@ -69,6 +69,9 @@ def audit_table_name(schema: str, catalog: str | None = None) -> str:
     return table_name(AUDIT_TABLE, schema, catalog)
 
 
+Row = TypeVar("Row", ResetRow, RestResetRow)
+
+
 def _mode(request: ResetRequest) -> str:
     return (Mode.EXECUTE if request.execute else Mode.DRY_RUN).value
 
@@ -77,69 +80,58 @@ def tombstone_records(
     run_id: str, request: ResetRequest, rows: Sequence[ResetRow], not_verified: Sequence[ResetRow]
 ) -> list[tuple[Any, ...]]:
     """One row per planned key; ``verified`` for the tombstones of an executed run."""
-    failed = {id(row) for row in not_verified}
-    now = datetime.now(UTC)
-    return [
-        _record(
-            run_id,
-            request,
-            row,
-            (row.stored.partition, row.stored.kafka_offset, row.java_partition),
-            verified=_verified(request, row, failed, ResetAction.TOMBSTONE),
-            now=now,
-        )
-        for row in rows
-    ]
+    return _records(
+        run_id,
+        request,
+        rows,
+        not_verified,
+        altering=ResetAction.TOMBSTONE,
+        placement=lambda row: (row.stored.partition, row.stored.kafka_offset, row.java_partition),
+    )
 
 
 def rest_records(
     run_id: str, request: ResetRequest, rows: Sequence[RestResetRow], not_verified: Sequence[RestResetRow]
 ) -> list[tuple[Any, ...]]:
     """One row per selected source partition; ``verified`` for those an executed run reset."""
+    return _records(
+        run_id,
+        request,
+        rows,
+        not_verified,
+        altering=ResetAction.RESET_VIA_REST,
+        placement=lambda _row: (None, None, None),
+    )
+
+
+def _records(
+    run_id: str,
+    request: ResetRequest,
+    rows: Sequence[Row],
+    not_verified: Sequence[Row],
+    *,
+    altering: ResetAction,
+    placement: Callable[[Row], tuple[int | None, int | None, int | None]],
+) -> list[tuple[Any, ...]]:
+    """One audit row per row; ``placement`` is (kafka partition, kafka offset, java partition) of a
+    stored key, ``verified`` is set for the rows an executed run altered (``altering``)."""
     failed = {id(row) for row in not_verified}
     now = datetime.now(UTC)
     return [
-        _record(
+        (
             run_id,
-            request,
-            row,
-            (None, None, None),
-            verified=_verified(request, row, failed, ResetAction.RESET_VIA_REST),
-            now=now,
+            _mode(request),
+            request.connector,
+            request.offsets_topic,
+            *placement(row),
+            row.source_partition_json,
+            row.stored_offset_json,
+            row.action.value,
+            (id(row) not in failed) if request.execute and row.action is altering else None,
+            now,
         )
         for row in rows
     ]
-
-
-def _verified(
-    request: ResetRequest, row: ResetRow | RestResetRow, failed: set[int], altering: ResetAction
-) -> bool | None:
-    """Whether reading back confirmed a row the executed run altered; None for any other row."""
-    return (id(row) not in failed) if request.execute and row.action is altering else None
-
-
-def _record(
-    run_id: str,
-    request: ResetRequest,
-    row: ResetRow | RestResetRow,
-    placement: tuple[int | None, int | None, int | None],
-    *,
-    verified: bool | None,
-    now: datetime,
-) -> tuple[Any, ...]:
-    """One audit row; ``placement`` is (kafka partition, kafka offset, java partition) of a stored key."""
-    return (
-        run_id,
-        _mode(request),
-        request.connector,
-        request.offsets_topic,
-        *placement,
-        row.source_partition_json,
-        row.stored_offset_json,
-        row.action.value,
-        verified,
-        now,
-    )
 
 
 def truncation_records(
