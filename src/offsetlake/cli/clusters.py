@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from offsetlake.errors import UsageError
@@ -42,6 +42,8 @@ class ResolvedClusters:
     target_alias: str
     sources: tuple[ClusterEndpoint, ...]
     kafka_properties: Path | None
+    kafka_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The properties file's client settings (values are secrets: never printed)."""
 
     def pipeline_settings(self) -> PipelineSettings:
         """The clusters as pipeline settings (a pipeline needs both ends by address)."""
@@ -63,7 +65,8 @@ def resolve_clusters(
 ) -> ResolvedClusters:
     """The clusters of one command. ``target_flag`` replaces ``--target`` for a command whose
     cluster is named by another flag (``mm2 reset-offsets --offset-syncs-bootstrap``)."""
-    properties = kafka_properties(args)
+    properties = _properties_file(args)
+    options = kafka_options_from_properties(properties) if properties else {}
     flag = target_flag or args.target_bootstrap_servers
     named_sources = tuple(getattr(args, "sources", None) or ())
     if sources and bool(args.target_bootstrap_servers) != bool(named_sources):
@@ -71,9 +74,10 @@ def resolve_clusters(
             "--target and --source go together (give neither to use the local clusters of `make up`)"
         )
     if flag and (named_sources or not sources):
-        return ResolvedClusters(flag, getattr(args, "target_alias", None) or "", named_sources, properties)
-    if not sources and _client_settings_name_target(args, properties, secrets):
-        return ResolvedClusters(None, "", (), properties)
+        alias = getattr(args, "target_alias", None) or ""
+        return ResolvedClusters(flag, alias, named_sources, properties, options)
+    if not sources and _client_settings_name_target(args, options, secrets):
+        return ResolvedClusters(None, "", (), properties, options)
     if on_databricks():
         raise NoTargetError(_no_target_line(args))
     pair = read_local_clusters()
@@ -82,25 +86,23 @@ def resolve_clusters(
         pair.target.name if sources else "",
         (pair.source,) if sources else (),
         properties,
+        options,
     )
 
 
-def kafka_properties(args: argparse.Namespace) -> Path | None:
-    """The Kafka properties file to use, checked now (a typo costs seconds, not a Spark start)."""
-    path = args.kafka_properties or (
-        Path(os.environ[PROPERTIES_ENV]) if os.environ.get(PROPERTIES_ENV) else None
-    )
-    if path is not None:
-        kafka_options_from_properties(path)
-    return path
+def _properties_file(args: argparse.Namespace) -> Path | None:
+    """The Kafka properties file to use (read, so checked, by the caller now: a typo costs
+    seconds, not a Spark start)."""
+    from_environment = os.environ.get(PROPERTIES_ENV)
+    return args.kafka_properties or (Path(from_environment) if from_environment else None)
 
 
 def _client_settings_name_target(
-    args: argparse.Namespace, properties: Path | None, secrets: SecretsProvider | None
+    args: argparse.Namespace, options: Mapping[str, str], secrets: SecretsProvider | None
 ) -> bool:
-    """Whether the properties file or the secret scope holds ``kafka.bootstrap.servers`` (the
-    scope's key names only: no secret value is read here)."""
-    if properties is not None and _names_bootstrap(kafka_options_from_properties(properties)):
+    """Whether the properties file's options or the secret scope hold ``kafka.bootstrap.servers``
+    (the scope's key names only: no secret value is read here)."""
+    if _names_bootstrap(options):
         return True
     scope = getattr(args, "secret_scope", None)
     if not scope:

@@ -12,7 +12,7 @@ from offsetlake.cli import render
 from offsetlake.cli.clusters import resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_regex
-from offsetlake.kafka.secrets import kafka_options_from_properties, target_client_config
+from offsetlake.kafka.secrets import target_client_config
 from offsetlake.mm2_reset.job import ClientConfig, ResetRequest, run_reset
 
 
@@ -97,8 +97,6 @@ def _client_config(args: argparse.Namespace, context: Context) -> ClientConfig:
 
     def config_for(bootstrap: str | None) -> dict[str, str]:
         clusters = resolve_clusters(args, sources=False, secrets=context.secrets, target_flag=bootstrap)
-        properties = clusters.kafka_properties
-        options = kafka_options_from_properties(properties) if properties else {}
-        return target_client_config(clusters.target, options)
+        return target_client_config(clusters.target, clusters.kafka_options)
 
     return config_for

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from offsetlake.errors import OffsetlakeError, UsageError
 from offsetlake.jobs.session import get_spark
 from offsetlake.kafka.connect_rest import ConnectRest
-from offsetlake.kafka.secrets import target_client_config
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mm2_reset import audit
 from offsetlake.mm2_reset.offsets_topic import (
@@ -50,7 +49,7 @@ from offsetlake.mm2_reset.plan import (
 from offsetlake.run_ids import new_run_id
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    pass
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -80,7 +79,7 @@ class ResetRequest:
     connect_url: str | None = None
     """A Kafka Connect worker's REST URL: stop and reset through it instead of writing tombstones."""
     target_bootstrap_servers: str | None = None
-    """The cluster holding the offsets topic (None: as ``run_reset``'s ``client_config`` defaults)."""
+    """The cluster holding the offsets topic (None: the target ``client_config`` resolves)."""
     truncate_offset_syncs: str | None = None
     """MM2's offset-syncs topic to empty once the reset verified (None: left alone)."""
     offset_syncs_bootstrap: str | None = None
@@ -146,25 +145,17 @@ class ResetResult:
         return ResetStatus.OK if self.reset_verified and not self.not_truncated else ResetStatus.FAILED
 
 
-def run_reset(
-    request: ResetRequest,
-    *,
-    client_config: ClientConfig | None = None,
-    rest: ConnectRest | None = None,
-    spark: SparkSession | None = None,
-) -> ResetResult:
+def run_reset(request: ResetRequest, *, client_config: ClientConfig) -> ResetResult:
     """Reset (through the worker with ``connect_url``, else with tombstones), record it, then
-    truncate the offset syncs if asked and the reset verified. ``client_config`` resolves a
-    cluster's client settings (default: its bootstrap servers alone); ``rest`` and ``spark``
-    replace the worker client and the session (tests)."""
-    config_for = client_config or _bootstrap_only
-    run = _Run(request, new_run_id(datetime.now(UTC)), spark)
+    truncate the offset syncs if asked and the reset verified. ``client_config`` gives a cluster's
+    client settings by its bootstrap servers (None: the command's target), as the caller resolved them."""
+    run = _Run(request, new_run_id(datetime.now(UTC)))
     if request.connect_url:
-        reset = run_rest_reset(request, rest or ConnectRest(request.connect_url, timeout_s=request.timeout_s))
+        reset = run_rest_reset(request, ConnectRest(request.connect_url, timeout_s=request.timeout_s))
         result = ResetResult(request, run.run_id, rest=reset)
         records = audit.rest_records(run.run_id, request, reset.rows, reset.not_verified)
     else:
-        tombstones = run_tombstone_reset(request, config_for)
+        tombstones = run_tombstone_reset(request, client_config)
         result = ResetResult(request, run.run_id, tombstones=tombstones)
         records = audit.tombstone_records(run.run_id, request, tombstones.rows, tombstones.not_verified)
     try:
@@ -172,7 +163,7 @@ def run_reset(
     except OffsetlakeError as error:
         return replace(result, error=error)
     if request.truncate_offset_syncs and result.reset_verified:
-        return _truncate(run, result, request.truncate_offset_syncs, config_for)
+        return _truncate(run, result, request.truncate_offset_syncs, client_config)
     return result
 
 
@@ -230,18 +221,9 @@ def _truncate(run: _Run, result: ResetResult, topic: str, client_config: ClientC
 class _Run:
     request: ResetRequest
     run_id: str
-    spark: SparkSession | None
 
     def append(self, records: Sequence[tuple[Any, ...]]) -> None:
-        """Append to the audit; Spark is started only when there is something to record."""
+        """Append to the audit; Spark is started only when there is something to record (the
+        Databricks runtime's session there, the shared local one elsewhere, as the apply job)."""
         if records:
-            audit.append_audit(self.spark or _spark(), self.request.audit_table, records)
-
-
-def _spark() -> SparkSession:
-    """As the apply job: the Databricks runtime's session there, the shared local one elsewhere."""
-    return get_spark()
-
-
-def _bootstrap_only(bootstrap: str | None) -> Mapping[str, str]:
-    return target_client_config(bootstrap, {})
+            audit.append_audit(get_spark(), self.request.audit_table, records)

@@ -13,7 +13,6 @@ and select), and the truncation of MM2's offset-syncs topic (DeleteRecords up to
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 from offsetlake.codecs import CodecError
 from offsetlake.codecs.connect import ConnectOffset, decode_connect_offset
 from offsetlake.kafka.java_partitioner import java_partition
+from offsetlake.mirror.filters import NameFilter
 
 if TYPE_CHECKING:
     from offsetlake.kafka.connect_rest import StoredOffset
@@ -47,16 +47,16 @@ def compact_json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _topic_filter(topics: str | None) -> re.Pattern[str] | None:
-    return re.compile(topics) if topics else None
+def _topic_filter(topics: str | None) -> NameFilter | None:
+    return NameFilter.compile(topics, None, include_option="--topics") if topics else None
 
 
-def _selected(partition: Mapping[str, object], topic_filter: re.Pattern[str] | None) -> bool:
+def _selected(partition: Mapping[str, object], topic_filter: NameFilter | None) -> bool:
     """No filter, or the source partition's ``topic`` is a string that fully matches it."""
     if topic_filter is None:
         return True
     topic = partition.get("topic")
-    return isinstance(topic, str) and topic_filter.fullmatch(topic) is not None
+    return isinstance(topic, str) and topic_filter.matches(topic)
 
 
 @dataclass(frozen=True)
