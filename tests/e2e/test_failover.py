@@ -8,12 +8,13 @@ The source broker is then paused with SIGSTOP, as a dead host looks to a client 
 only in memory, so it is never restarted), and resumed with SIGCONT in a ``finally``. The tests
 run in file order and share the scenario:
 
-1. source dead before the first refresh: gold comes from the target's checkpoints alone, and
-   ``offsetlake failover`` applies them (exactly MM2's downstream offsets);
+1. source dead before the first refresh: ``offsetlake failover`` runs no refresh (nothing it could
+   add), reads the target's checkpoints itself and applies them (exactly MM2's downstream offsets);
 2. source dead between two refreshes: gold keeps every earlier row and gains new checkpoints;
    MM2's replication progress equals the simulator's ground truth;
 3. failover data loss per group-partition equals the simulator's ground truth; ``plan`` shows it;
-4. source paused during an apply: apply needs only the target;
+4. source paused during an apply: apply needs only the target; with both clusters up,
+   ``failover`` refreshes only what latest_offsets is computed from;
 5. a refresh interrupted with SIGTERM: gold is as it was, no process is left behind;
 6. ``apply`` with nothing fresh to apply exits non-zero; ``plan`` does not.
 """
@@ -118,6 +119,11 @@ class Outage:
         path = self.home / "warehouse" / "offsetlake.db" / table
         return pq.read_table(path).to_pylist() if path.exists() else []
 
+    def rows_with_pending_audit(self) -> list[dict[str, Any]]:
+        """apply_audit's rows, with those a JVM-free run left for the next Spark session to fold in."""
+        pending = sorted((self.home / "audit-pending").rglob("*.parquet"))
+        return self.rows("apply_audit") + [row for path in pending for row in pq.read_table(path).to_pylist()]
+
     @contextmanager
     def source_paused(self) -> Iterator[None]:
         pid = self.clusters.source.pid
@@ -190,37 +196,32 @@ def _mirrored(simulator: MirrorSimulator, partition: int) -> SourcePartition:
 
 
 def test_source_dead_before_the_first_refresh_fails_over_from_target_checkpoints(outage: Outage) -> None:
+    """No refresh can add anything the target's checkpoints do not say, so none runs: the failover
+    reads the checkpoint records gold has not ingested (all of them here) from the target itself."""
     with outage.source_paused():
         started = time.monotonic()
-        run = outage.cli("failover", *outage.cluster_flags())
+        run = outage.cli("failover", *outage.cluster_flags(), "--probe-timeout", "5")
         seconds = time.monotonic() - started
     report = run.stdout + run.stderr
     assert run.returncode == 0, report[-4000:]
     print(f"\nfailover with the source dead before any refresh: {seconds:.1f}s\n{run.stdout}")  # with -s
-    assert seconds < DEAD_SOURCE_REFRESH_BUDGET_S + 60
-    assert "refresh: succeeded" in report
-    assert f"cluster {SOURCE_ALIAS} (source): UNREACHABLE" in report
-    assert f"cluster {TARGET_ALIAS} (target): reachable" in report
+    assert seconds < COMMAND_TIMEOUT_S
+    assert "refresh: skipped (source primary did not answer" in report
+    assert f"cluster {SOURCE_ALIAS} (source): NOT ANSWERING now" in report
+    assert f"cluster {TARGET_ALIAS} (target): reachable now" in report
+    assert f"{len(outage.checkpoints)} group-partition(s) newer than gold" in report
     assert "FAILOVER DONE" in report
 
-    # gold holds exactly MM2's checkpoints, and the target groups are where MM2 says
-    latest = outage.rows("latest_offsets")
-    assert {(r["consumer_group"], r["topic"], r["partition"]) for r in latest} == set(outage.checkpoints)
-    assert {r["method"] for r in latest} == {"checkpoint"}
+    # the target groups are where MM2 says; gold has not seen the checkpoints yet (no update ran)
     for group in GROUPS:
         assert outage.committed(group) == {
             p: outage.checkpoints[(group, outage.remote_topic, p)].downstream_offset
             for p in range(PARTITIONS)
         }, group
-
-    health = outage.rows("cluster_health")
-    assert {(r["cluster"], r["role"], r["reachable"]) for r in health} == {
-        (SOURCE_ALIAS, "source", False),
-        (TARGET_ALIAS, "target", True),
-    }
-    dead = next(r for r in health if not r["reachable"])
-    assert dead["error"]
-    assert dead["probe_seconds"] <= CLUSTER_TIMEOUT_MS / 1000 + 5
+    assert outage.rows("latest_offsets") == []
+    audited = [r for r in outage.rows_with_pending_audit() if r["stage"] == "result"]
+    assert len(audited) == len(outage.checkpoints)
+    assert all("from a checkpoint newer than gold" in r["reason"] for r in audited)
 
 
 def test_source_dead_between_refreshes_keeps_gold_and_adds_new_checkpoints(outage: Outage) -> None:
@@ -258,6 +259,8 @@ def test_source_dead_between_refreshes_keeps_gold_and_adds_new_checkpoints(outag
         key=lambda r: r["checked_at"],
     )
     assert latest_check["reachable"] is False
+    assert latest_check["error"]
+    assert latest_check["probe_seconds"] <= CLUSTER_TIMEOUT_MS / 1000 + 5
     outage.checkpoints[(group, outage.remote_topic, partition)] = newer
 
     # MM2's replication progress from the refresh with both clusters up, against the simulator's
@@ -331,6 +334,32 @@ def test_apply_needs_only_the_target(outage: Outage) -> None:
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert f"cluster {SOURCE_ALIAS} (source): UNREACHABLE" in run.stdout
     assert outage.committed(group)[0] == outage.checkpoints[(group, outage.remote_topic, 0)].downstream_offset
+
+
+def test_a_failover_with_every_cluster_up_refreshes_only_what_latest_offsets_is_computed_from(
+    outage: Outage,
+) -> None:
+    group, partition = GROUPS[1], 1
+    old = outage.checkpoints[(group, outage.remote_topic, partition)]
+    newer = Checkpoint(group, old.topic, partition, old.upstream_offset + 2, old.downstream_offset + 2, "")
+    _write_checkpoint(outage, newer)
+    untouched = {
+        table: len(outage.rows(table)) for table in ("replication_progress_history", "source_log_offsets")
+    }
+    run = outage.cli("failover", *outage.cluster_flags())
+    report = run.stdout + run.stderr
+    assert run.returncode == 0, report[-4000:]
+    assert "refresh: completed" in report, report[-4000:]
+    assert "0 group-partition(s) newer than gold" in report, report[-4000:]  # the refresh ingested it
+    ingested = {
+        (r["consumer_group"], r["partition"], r["downstream_offset"])
+        for r in outage.rows("silver_checkpoints")
+    }
+    assert (group, partition, newer.downstream_offset) in ingested
+    assert {table: len(outage.rows(table)) for table in untouched} == untouched  # not in the selection
+    # (the live source's group snapshot makes the offset sync the freshest translation here)
+    latest = {_key(r): r["downstream_offset"] for r in outage.rows("latest_offsets")}
+    assert outage.committed(group)[partition] == latest[(SOURCE_ALIAS, group, outage.remote_topic, partition)]
 
 
 def test_a_refresh_interrupted_by_sigterm_leaves_gold_as_it_was(outage: Outage) -> None:

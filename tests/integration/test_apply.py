@@ -3,6 +3,10 @@
 Each test writes its own gold tables (the contract in docs/architecture.md) into a schema of its
 own, so its apply_audit rows are its alone, and runs the commands in-process on the session's
 target cluster (Tansu, or a real Kafka named by OFFSETLAKE_TEST_*_BOOTSTRAP).
+
+The commands read gold through the store a local run uses (``arrow``: the warehouse's Parquet files
+read with pyarrow, the audit pending until a Spark session folds it), or, where a test says so,
+the Spark store Databricks uses (``spark``): ``harness`` is parametrized indirectly with the kind.
 """
 
 from __future__ import annotations
@@ -32,11 +36,14 @@ from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply import audit
 from offsetlake.apply import job as apply_job
-from offsetlake.apply.job import ApplyStatus
+from offsetlake.apply.arrow_store import ArrowGoldStore, fold_pending_audit
+from offsetlake.apply.job import ApplyRequest, ApplyStatus
+from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.secrets import SecretsProvider
+from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
 from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS, LATEST_OFFSETS, OFFSET_HISTORY
 from offsetlake_dev.local_cluster import LOOPBACK
@@ -93,13 +100,34 @@ class CliResult:
 
 
 class ApplyHarness:
-    """Gold tables and apply_audit in a schema of the test's own; commands run in-process."""
+    """Gold tables and apply_audit in a schema of the test's own; commands run in-process, on the
+    gold store ``store`` names (``arrow``, what a local run uses, or ``spark``)."""
 
-    def __init__(self, spark: SparkSession, schema: str, target_bootstrap: str) -> None:
+    def __init__(
+        self, spark: SparkSession, schema: str, target_bootstrap: str, home: Path, store: str = "arrow"
+    ) -> None:
         self.spark = spark
         self.schema = schema
         self.target_bootstrap = target_bootstrap
+        self.home = home
+        self.store = store
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
+
+    @property
+    def warehouse(self) -> Path:
+        """Where the test session's Spark keeps its tables (the Arrow store reads them there)."""
+        return Path(spark_warehouse(self.spark))
+
+    def gold_store(self, request: ApplyRequest) -> GoldStore:
+        """The store the commands use (replaces apply.job.gold_store_for)."""
+        schema = request.schema or LOCAL_SCHEMA
+        if self.store == "spark":
+            return SparkGoldStore(self.spark, schema, request.catalog)
+        return ArrowGoldStore(self.home, schema, warehouse=self.warehouse)
+
+    def fold_audit(self) -> None:
+        """Pending audit rows (Arrow store) into apply_audit, as a local Spark session starts with."""
+        fold_pending_audit(self.spark, self.home)
 
     def write_latest(self, translations: Sequence[Translation]) -> None:
         """``latest_offsets`` as the pipeline writes it (pipeline/tables.py), one row per translation."""
@@ -136,18 +164,8 @@ class ApplyHarness:
         code = run_command(argv, Context(out=out, err=err, secrets=secrets))
         return CliResult(code, out.getvalue(), err.getvalue())
 
-    def location(self, table: str) -> str:
-        """Where a table of this schema keeps its files (a child process's own Spark reads them)."""
-        described = self.spark.sql(f"DESCRIBE TABLE EXTENDED `{self.schema}`.{table}").collect()
-        return next(row["data_type"] for row in described if row["col_name"] == "Location")
-
-    def adopt(self, table: str, location: str) -> None:
-        """A table another process wrote at ``location``, from now on in this session's catalog too."""
-        self.spark.sql(
-            f"CREATE TABLE IF NOT EXISTS `{self.schema}`.{table} USING parquet LOCATION '{location}'"
-        )
-
     def audit(self, where: str = "TRUE") -> list[Row]:
+        self.fold_audit()
         return self.spark.sql(
             f"SELECT * FROM `{self.schema}`.apply_audit WHERE {where} ORDER BY recorded_at, consumer_group"
         ).collect()
@@ -155,6 +173,7 @@ class ApplyHarness:
     def dashboard_dataset(self, name: str) -> list[Row]:
         """One dataset of the freshness dashboard (its queries name tables without a schema)."""
         (dataset,) = [d for d in json.loads(DASHBOARD.read_text())["datasets"] if d["name"] == name]
+        self.fold_audit()
         previous = self.spark.catalog.currentDatabase()
         self.spark.catalog.setCurrentDatabase(self.schema)
         try:
@@ -172,10 +191,31 @@ class ApplyHarness:
 
 @pytest.fixture
 def harness(
-    spark: SparkSession, target_bootstrap: str, unique_name: Callable[[str], str], offsetlake_home: Path
+    request: pytest.FixtureRequest,
+    spark: SparkSession,
+    target_bootstrap: str,
+    unique_name: Callable[[str], str],
+    offsetlake_home: Path,
+    *,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> ApplyHarness:
-    """The commands run with a private $OFFSETLAKE_HOME, so they never touch the developer's."""
-    return ApplyHarness(spark, unique_name("apply").replace("-", "_").replace(".", "_"), target_bootstrap)
+    """The commands run with a private $OFFSETLAKE_HOME, so they never touch the developer's, on the
+    store ``request.param`` names (default ``arrow``, a local run's)."""
+    schema = unique_name("apply").replace("-", "_").replace(".", "_")
+    store = getattr(request, "param", "arrow")
+    harness = ApplyHarness(spark, schema, target_bootstrap, offsetlake_home, store)
+    monkeypatch.setattr(apply_job, "gold_store_for", harness.gold_store)
+    return harness
+
+
+def spark_warehouse(spark: SparkSession) -> str:
+    warehouse = spark.conf.get("spark.sql.warehouse.dir")
+    assert warehouse
+    return warehouse.removeprefix("file:")
+
+
+BOTH_STORES = pytest.mark.parametrize("harness", ["arrow", "spark"], indirect=True)
+SPARK_STORE = pytest.mark.parametrize("harness", ["spark"], indirect=True)
 
 
 def filled_topic(bootstrap: str, name: str, partitions: int = 1) -> str:
@@ -197,6 +237,7 @@ def minutes_ago(minutes: float) -> datetime:
     return datetime.now(UTC) - timedelta(minutes=minutes)
 
 
+@BOTH_STORES
 def test_plan_then_apply_handles_every_case_and_converges(
     harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:
@@ -416,6 +457,7 @@ def test_failed_and_unverified_partitions_fail_the_run_and_a_rerun_converges(
     assert f"{moved}: noop 1" in rerun.stdout  # the alter itself had landed
 
 
+@BOTH_STORES
 def test_stale_translations_and_as_of_restore(
     harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:
@@ -463,6 +505,7 @@ def test_stale_translations_and_as_of_restore(
     assert position(target_bootstrap, group, topic) == 5
 
 
+@SPARK_STORE
 def test_a_run_interrupted_before_its_results_are_recorded_converges_on_rerun(
     harness: ApplyHarness,
     target_bootstrap: str,
@@ -836,30 +879,22 @@ def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_ro
     assert len(rerun_results) == MANY_GROUPS
 
 
-# `offsetlake apply` in a process of its own, on its own Spark (the test session's catalog lives in
-# the test process): the gold table is registered from its files, then the CLI entry point runs.
+# `offsetlake apply` in a process of its own, on the store a local run uses (no JVM in the child),
+# pointed at the test session's warehouse where the gold table's files are; then the CLI entry point.
 APPLY_IN_A_CHILD = """
 import sys
-from pyspark.sql import SparkSession
+from pathlib import Path
+from offsetlake.apply import job
 from offsetlake.cli.main import main
-from offsetlake.local.spark import LOG4J2_CONFIG
+from offsetlake.apply.arrow_store import ArrowGoldStore
+from offsetlake.local.home import local_home
 
-warehouse, schema, gold, *argv = sys.argv[1:]
-spark = (
-    SparkSession.builder.master("local[1]")
-    .appName("offsetlake-apply-child")
-    .config("spark.sql.warehouse.dir", warehouse)
-    .config("spark.sql.session.timeZone", "UTC")
-    .config("spark.ui.enabled", "false")
-    .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}")
-    .getOrCreate()
-)
-spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
-spark.sql(f"CREATE TABLE `{schema}`.latest_offsets USING parquet LOCATION '{gold}'")
+warehouse, schema, *argv = sys.argv[1:]
+job.gold_store_for = lambda request: ArrowGoldStore(local_home(), schema, warehouse=Path(warehouse))
 sys.exit(main(argv))
 """
 CHILD_WITHIN_S = 300.0
-"""A child starts its own JVM before it applies anything: minutes on a loaded 2-core machine."""
+"""Bounds the child's run on a loaded 2-core machine (it starts no JVM: seconds when idle)."""
 
 
 def test_sigterm_during_apply_records_a_result_for_every_planned_row(
@@ -872,10 +907,7 @@ def test_sigterm_during_apply_records_a_result_for_every_planned_row(
     topic = filled_topic(target_bootstrap, unique_name("interrupted"))
     groups = sorted(f"{unique_name('interrupted-app')}-{index:03d}" for index in range(120))
     harness.write_latest([Translation(group, topic, 3, minutes_ago(1)) for group in groups])
-    warehouse = spark.conf.get("spark.sql.warehouse.dir")
-    assert warehouse
-    gold = harness.location("latest_offsets")
-    command = [sys.executable, "-c", APPLY_IN_A_CHILD, warehouse, harness.schema, gold,
+    command = [sys.executable, "-c", APPLY_IN_A_CHILD, spark_warehouse(spark), harness.schema,
                *harness.argv("apply", "--concurrency", "1")]  # fmt: skip
     out, err = tmp_path / "apply.out", tmp_path / "apply.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
@@ -893,8 +925,7 @@ def test_sigterm_during_apply_records_a_result_for_every_planned_row(
     assert interrupted.exit_code == 128 + signal.SIGTERM, interrupted
     match = re.search(r"offsetlake apply: interrupted by SIGTERM; run (\S+): ", interrupted.stderr)
     assert match, interrupted.stderr
-    # The child's apply_audit is beside its gold table, in the schema's directory.
-    harness.adopt("apply_audit", f"{gold.rsplit('/', 1)[0]}/apply_audit")
+    # The child's audit rows wait in the shared home until a Spark session folds them (harness.audit).
     results = harness.audit(f"run_id = '{match.group(1)}' AND stage = 'result'")
     assert len(results) == len(groups)
     outcomes = Counter(row["outcome"] for row in results)

@@ -3,6 +3,7 @@ with the development harness (offsetlake_dev) absent from the interpreter's path
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -30,16 +31,31 @@ print(len(sys.argv) - 1)
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Built by the command `databricks bundle deploy` runs (databricks.yml's artifact), with this
-    interpreter for ``python3`` and a temporary directory for ``dist``."""
+    """Built by the command `databricks bundle deploy` runs (databricks.yml's artifact, through bash
+    as the CLI runs it), with this interpreter for ``python3`` and a temporary directory for
+    ``dist``; a stale module left in ./build by an earlier build must not ship."""
     out = tmp_path_factory.mktemp("wheel")
+    bin_dir = tmp_path_factory.mktemp("bin")
+    (bin_dir / "python3").symlink_to(sys.executable)
     (artifact,) = yaml.safe_load((ROOT / "databricks.yml").read_text())["artifacts"].values()
-    command = shlex.split(artifact["build"])
-    assert command[0] == "python3" and "dist" in command, command
-    command = [sys.executable, *[str(out) if word == "dist" else word for word in command[1:]]]
-    subprocess.run(command, cwd=ROOT / artifact["path"], check=True, capture_output=True)
+    command = artifact["build"]
+    assert " --wheel-dir dist " in command, command
+    stale = ROOT / artifact["path"] / "build" / "lib" / "offsetlake" / "stale_module_from_an_old_build.py"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("", encoding="utf-8")
+    subprocess.run(
+        ["bash", "-c", command.replace(" --wheel-dir dist ", f" --wheel-dir {shlex.quote(str(out))} ")],
+        cwd=ROOT / artifact["path"],
+        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"},
+        check=True,
+        capture_output=True,
+    )
     (built,) = out.glob("offsetlake-*.whl")
     return built
+
+
+def test_no_stale_build_output_ships(wheel: Path) -> None:
+    assert not [name for name in zipfile.ZipFile(wheel).namelist() if "stale_module" in name]
 
 
 def test_the_wheel_holds_the_product_and_no_harness(wheel: Path) -> None:

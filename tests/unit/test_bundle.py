@@ -204,6 +204,7 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
         "--active-group-policy={{job.parameters.active_group_policy}}",
         "--allow-rewind={{job.parameters.allow_rewind}}",
         "--max-age={{job.parameters.max_age}}",
+        "--checkpoint-tail=true",
         "--catalog", "${resources.schemas.offsetlake_schema.catalog_name}",
         "--schema", schema,
         "--target-bootstrap-servers", "${var.target_bootstrap_servers}",

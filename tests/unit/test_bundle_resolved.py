@@ -324,3 +324,17 @@ def test_every_documented_run_names_a_resource_and_its_parameters() -> None:
             declared = {p["name"] for p in resolved["resources"]["jobs"][key]["parameters"]}
             given = {pair.split("=", 1)[0] for pair in params.split(" ", 2)[-1].split(",") if "=" in pair}
             assert given <= declared, (key, given - declared)
+
+
+def test_failover_refreshes_only_what_latest_offsets_and_the_health_rows_are_computed_from() -> None:
+    from offsetlake.pipeline.refresh_selection import failover_refresh_selection
+    from offsetlake.pipeline.settings import PipelineSettings
+
+    for target in ("dev", "prod"):
+        resources = resolve(target)["resources"]
+        configuration = resources["pipelines"]["offsetlake_pipeline"]["configuration"]
+        settings = PipelineSettings.from_conf({key: str(value) for key, value in configuration.items()}.get)
+        tasks = resources["jobs"]["offsetlake_failover"]["tasks"]
+        refresh = next(task for task in tasks if task["task_key"] == "refresh_pipeline")["pipeline_task"]
+        assert tuple(refresh["refresh_selection"]) == failover_refresh_selection(settings)
+        assert "full_refresh_selection" not in refresh

@@ -6,8 +6,30 @@ client traceback); the integration tests run the real thing.
 
 from __future__ import annotations
 
+import argparse
+import io
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from offsetlake.cli.context import Context
+from offsetlake.cli.pipeline import handle_run, update_line
 from offsetlake.cli.render import sql_table
-from offsetlake.local.pipeline_run import RunLog, judge
+from offsetlake.errors import InvalidValueError, UsageError
+from offsetlake.local.pipeline_run import (
+    ConnectServerError,
+    PipelineRunResult,
+    RunLog,
+    WarmServer,
+    judge,
+    run_arguments,
+    run_pipeline,
+    spark_pipelines_command,
+    write_spec,
+)
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 
 KNOWN_ERROR = (
     "pyspark.errors.exceptions.base.PySparkValueError: [UNKNOWN_RESPONSE] Unknown response: "
@@ -122,6 +144,12 @@ def test_a_flow_left_unfinished_is_a_failure() -> None:
     assert judge(0, _log(lines)) == (False, "flows did not complete: spark_catalog.offsetlake.latest_offsets")
 
 
+def test_flows_outside_the_refresh_selection_are_excluded_not_unfinished() -> None:
+    excluded = "2026-11-21 07:40:02: Flow 'spark_catalog.offsetlake.source_log_offsets' is EXCLUDED."
+    assert judge(0, _log([excluded, *GOOD_FLOWS, *RUN_COMPLETED])) == (True, "exit code 0")
+    assert judge(1, _log([excluded, *GOOD_FLOWS, *RUN_COMPLETED, *TRACEBACK, KNOWN_ERROR]))[0]
+
+
 def test_sql_table_aligns_columns_and_shows_nulls() -> None:
     assert sql_table(["a", "long_name"], [(1, None), ("xyz", 2)]).splitlines() == [
         " a   | long_name",
@@ -130,3 +158,105 @@ def test_sql_table_aligns_columns_and_shows_nulls() -> None:
         " xyz | 2",
         "(2 rows)",
     ]
+
+
+def _restarted(flow: str, failures: int) -> list[str]:
+    """A flow that FAILED ``failures`` times, each time restarted by the engine, then COMPLETED."""
+    lines = [
+        f"2026-11-23 10:00:00: Flow {flow} is STARTING.",
+        f"2026-11-23 10:00:01: Flow {flow} is RUNNING.",
+    ]
+    for attempt in range(failures):
+        lines += [
+            f"2026-11-23 10:00:0{2 + attempt}: Flow '{flow}' has FAILED.",
+            "Error: [STREAM_FAILED] Query terminated with exception: Python worker failed to connect back.",
+            f"2026-11-23 10:00:0{2 + attempt}: Flow {flow} is STARTING.",
+            f"2026-11-23 10:00:0{2 + attempt}: Flow {flow} is RUNNING.",
+        ]
+    return [*lines, f"2026-11-23 10:00:09: Flow {flow} has COMPLETED."]
+
+
+def _result(succeeded: bool, restarts: int) -> PipelineRunResult:
+    return PipelineRunResult(succeeded, "why", 0, "COMPLETED", (), 1.0, Path("last-run.log"), (), restarts)
+
+
+def test_restarts_count_every_failure_the_engine_started_again_in_every_flow() -> None:
+    lines = [
+        *_restarted("spark_catalog.offsetlake.bronze_checkpoints", 2),
+        *_restarted("spark_catalog.offsetlake.source_log_offsets", 1),
+        *_restarted("spark_catalog.offsetlake.offset_history", 0),
+        *RUN_COMPLETED,
+    ]
+    log = _log(lines)
+    assert log.restarts() == 3
+    assert judge(0, log) == (True, "exit code 0")
+    assert judge(1, _log([*lines, *TRACEBACK, KNOWN_ERROR]))[0]
+
+
+def test_a_failure_that_was_not_restarted_is_no_restart_and_fails_the_run() -> None:
+    flow = "spark_catalog.offsetlake.bronze_checkpoints"
+    log = _log([*_restarted(flow, 1), f"2026-11-23 10:00:10: Flow '{flow}' has FAILED.", *RUN_COMPLETED])
+    assert log.restarts() == 1
+    assert judge(0, log) == (False, f"flows failed: {flow}")
+
+
+def test_status_says_completed_with_its_restarts_and_failed_only_for_a_failed_run() -> None:
+    assert _result(True, 0).status == "completed"
+    assert _result(True, 1).status == "completed after 1 restart"
+    assert _result(True, 3).status == "completed after 3 restarts"
+    assert _result(False, 3).status == "failed"
+
+
+def test_a_refresh_selection_is_passed_as_one_comma_separated_list(tmp_path: Path) -> None:
+    spec = tmp_path / "spark-pipeline.yml"
+    command = spark_pipelines_command(spec, False, ("bronze_checkpoints", "latest_offsets"))
+    assert command[-5:] == ["run", "--spec", str(spec), "--refresh", "bronze_checkpoints,latest_offsets"]
+    assert run_arguments(spec, False, ()) == ["run", "--spec", str(spec)]
+    assert run_arguments(spec, True, ()) == ["run", "--spec", str(spec), "--full-refresh-all"]
+
+
+@pytest.mark.parametrize("names", [("a,b",), ("",)])
+def test_a_name_the_cli_would_split_or_drop_is_refused(names: tuple[str, ...], tmp_path: Path) -> None:
+    with pytest.raises(InvalidValueError, match="not a dataset name"):
+        run_arguments(tmp_path / "spec.yml", False, names)
+
+
+def test_a_full_refresh_cannot_be_limited_to_a_selection(tmp_path: Path) -> None:
+    with pytest.raises(InvalidValueError, match="full refresh"):
+        run_arguments(tmp_path / "spec.yml", True, ("latest_offsets",))
+
+
+def test_the_spec_lets_the_engine_retry_a_failed_flow_five_times(tmp_path: Path) -> None:
+    settings = PipelineSettings(
+        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+    )
+    spec = yaml.safe_load(write_spec(tmp_path, settings).read_text())
+    assert spec["configuration"]["spark.sql.pipelines.maxFlowRetryAttempts"] == "5"
+
+
+def test_an_update_on_a_warm_server_of_another_home_is_refused(tmp_path: Path) -> None:
+    settings = PipelineSettings(
+        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+    )
+    server = WarmServer(tmp_path / "other")
+    with pytest.raises(InvalidValueError, match="serves"):
+        run_pipeline(settings, tmp_path / "home", server=server)
+    with pytest.raises(InvalidValueError, match="Kafka properties"):
+        run_pipeline(
+            settings, tmp_path / "other", server=server, kafka_properties=tmp_path / "client.properties"
+        )
+    with pytest.raises(ConnectServerError, match="not running"):
+        run_pipeline(settings, tmp_path / "other", server=server)
+
+
+def test_an_update_line_of_the_sync_loop_shows_restarts_and_why_it_failed() -> None:
+    assert update_line(2, _result(True, 1)).endswith(" update 2: completed after 1 restart in 1.0s")
+    assert update_line(3, _result(False, 0)).endswith(" update 3: failed in 1.0s: why (log: last-run.log)")
+
+
+def test_the_sync_loop_refuses_a_repeated_full_refresh_and_a_zero_interval() -> None:
+    context = Context(out=io.StringIO(), err=io.StringIO())
+    with pytest.raises(UsageError, match="--full-refresh"):
+        handle_run(argparse.Namespace(every=timedelta(seconds=60), full_refresh=True), context)
+    with pytest.raises(UsageError, match="above zero"):
+        handle_run(argparse.Namespace(every=timedelta(0), full_refresh=False), context)

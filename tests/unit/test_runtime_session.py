@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from offsetlake.apply import job
+from offsetlake.apply.arrow_store import ArrowGoldStore
+from offsetlake.apply.store import SparkGoldStore
 from offsetlake.errors import ExternalError, OffsetlakeError
 from offsetlake.jobs import session as runtime_session
 from offsetlake.local import spark as local_spark
@@ -50,6 +53,13 @@ def _local_spark_marker(monkeypatch: pytest.MonkeyPatch) -> object:
     return marker
 
 
+def _apply_session(catalog: str | None = None) -> object:
+    """The Spark session the apply job's gold store reads through."""
+    store = job.gold_store_for(job.ApplyRequest(dry_run=True, catalog=catalog))
+    assert isinstance(store, SparkGoldStore)
+    return store.spark
+
+
 @pytest.mark.parametrize("version", ["17.3", "client.4.9"])
 def test_on_databricks_the_runtime_session_is_returned(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
     """A job cluster (17.3) or serverless (client.*): databricks.sdk.runtime.spark, no local JVM."""
@@ -61,7 +71,7 @@ def test_on_databricks_the_runtime_session_is_returned(monkeypatch: pytest.Monke
 
     assert runtime_session.on_databricks()
     assert runtime_session.get_spark() is session
-    assert job._spark() is session
+    assert _apply_session() is session
 
 
 def test_runtime_reporting_a_non_local_implementation_is_databricks(
@@ -73,18 +83,35 @@ def test_runtime_reporting_a_non_local_implementation_is_databricks(
     _local_spark_forbidden(monkeypatch)
 
     assert runtime_session.on_databricks()
-    assert job._spark() is session
+    assert _apply_session() is session
 
 
-def test_off_databricks_the_local_session_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_off_databricks_the_apply_job_reads_the_local_warehouse_without_spark(
+    monkeypatch: pytest.MonkeyPatch, offsetlake_home: Path
+) -> None:
+    _fake_runtime(monkeypatch, spark=None, local=True)
+    _local_spark_forbidden(monkeypatch)
+
+    assert not runtime_session.on_databricks()
+    store = job.gold_store_for(job.ApplyRequest(dry_run=True))
+    assert isinstance(store, ArrowGoldStore)
+    assert (store.home, store.schema) == (offsetlake_home, local_spark.LOCAL_SCHEMA)
+    assert store.schema_dir == offsetlake_home / "warehouse" / "offsetlake.db"
+
+
+def test_off_databricks_a_named_catalog_is_read_through_the_local_session(
+    monkeypatch: pytest.MonkeyPatch, offsetlake_home: Path
+) -> None:
+    """Only Spark resolves a catalog: the local session then, as before."""
     _fake_runtime(monkeypatch, spark=None, local=True)
     marker = _local_spark_marker(monkeypatch)
 
-    assert not runtime_session.on_databricks()
-    assert job._spark() is marker
+    assert _apply_session(catalog="spark_catalog") is marker
 
 
-def test_off_databricks_the_sdk_runtime_is_not_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_off_databricks_the_sdk_runtime_is_not_imported(
+    monkeypatch: pytest.MonkeyPatch, offsetlake_home: Path
+) -> None:
     """Its import tries to authenticate a workspace client: not done without the runtime."""
     monkeypatch.setattr(runtime_session, "find_spec", lambda name: None)
 
@@ -105,7 +132,7 @@ def test_on_databricks_without_a_session_a_clear_error(monkeypatch: pytest.Monke
     _local_spark_forbidden(monkeypatch)
 
     with pytest.raises(runtime_session.NoDatabricksSessionError) as raised:
-        job._spark()
+        _apply_session()
 
     assert isinstance(raised.value, ExternalError)
     assert isinstance(raised.value, OffsetlakeError)

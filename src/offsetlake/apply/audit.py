@@ -118,7 +118,7 @@ def append_audit(spark: SparkSession, table: str, records: Iterable[tuple[Any, .
     """Append rows (creating the table in the session's default format on first use)."""
     records = list(records)
     if records:
-        spark.createDataFrame(records, _schema()).write.mode("append").saveAsTable(table)
+        spark.createDataFrame(records, audit_schema()).write.mode("append").saveAsTable(table)
     return len(records)
 
 
@@ -201,7 +201,8 @@ def _record(
     )
 
 
-def _schema() -> StructType:
+def audit_schema() -> StructType:
+    """apply_audit's columns as a Spark schema (AUDIT_COLUMNS)."""
     from pyspark.sql.types import StructType
 
     return StructType.fromDDL(", ".join(f"`{name}` {kind}" for name, kind in AUDIT_COLUMNS))

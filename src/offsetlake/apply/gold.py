@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 from offsetlake.apply.planner import GoldOffset, NameBounds, Selection
 from offsetlake.errors import ExternalError
 from offsetlake.pipeline.precedence import METHODS, choose_translation
-from offsetlake.pipeline.tables import CLUSTER_HEALTH, FAILOVER_DATA_LOSS, LATEST_OFFSETS, OFFSET_HISTORY
+from offsetlake.pipeline.tables import (
+    BRONZE_CHECKPOINTS,
+    CLUSTER_HEALTH,
+    FAILOVER_DATA_LOSS,
+    LATEST_OFFSETS,
+    OFFSET_HISTORY,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -45,6 +51,9 @@ _FIELDS = (
     "observed_micros",
 )
 _REQUIRED = ("source_cluster", "consumer_group", "topic", "partition", "downstream_offset", "source_micros")
+UPSTREAM = "upstream_offset"
+"""Read into GoldOffset.upstream_offset from a gold table that has the column (the contract's do)."""
+"""Whether this GoldOffset carries the upstream offset (planner.GoldOffset.upstream_offset)."""
 
 
 class GoldTableError(ExternalError, ValueError):
@@ -65,12 +74,14 @@ def read_latest_offsets(
     name = table_name(LATEST_OFFSETS.name, schema, catalog)
     if not _exists(spark, name):
         return []
-    return _collect(
-        lambda: narrowed(spark.table(name), selection).selectExpr(
-            *_COLUMNS, "unix_micros(last_observed_at) AS observed_micros"
-        ),
-        name,
-    )
+
+    def latest() -> DataFrame:
+        frame = narrowed(spark.table(name), selection)
+        return frame.selectExpr(
+            *_COLUMNS, "unix_micros(last_observed_at) AS observed_micros", *_upstream(frame)
+        )
+
+    return _collect(latest, name)
 
 
 def count_translations(
@@ -103,13 +114,13 @@ def narrowed(
     the driver. Any other regex leaves the frame as it is; the regex itself decides afterwards
     (planner.select_offsets), in Python, with Python's regex syntax. ``columns``: the ones the
     selection applies to in this table."""
-    for column, bounds in _bounds(selection).items():
+    for column, bounds in selection_bounds(selection).items():
         if column in columns:
             frame = frame.where(_within(column, bounds.names, bounds.prefixes))
     return frame
 
 
-def _bounds(selection: Selection | None) -> dict[str, NameBounds]:
+def selection_bounds(selection: Selection | None) -> dict[str, NameBounds]:
     """The selection's storage bounds by the gold column they apply to."""
     if selection is None:
         return {}
@@ -151,10 +162,27 @@ def read_offsets_as_of(
     def chosen() -> DataFrame:
         current = _valid_at(narrowed(spark.table(name), selection), as_of)
         return choose_translation(current, precedence, freshness="valid_from").selectExpr(
-            *_COLUMNS, "unix_micros(source_timestamp) AS observed_micros"
+            *_COLUMNS, "unix_micros(source_timestamp) AS observed_micros", *_upstream(current)
         )
 
     return _collect(chosen, name)
+
+
+def read_checkpoint_positions(
+    spark: SparkSession, schema: str, catalog: str | None = None
+) -> dict[tuple[str, int], int]:
+    """Per checkpoint topic-partition ingested in ``bronze_checkpoints``, the next Kafka offset after
+    the highest one ingested (gold's high-water mark on the target's checkpoint topics); empty when
+    the pipeline never created the table."""
+    name = table_name(BRONZE_CHECKPOINTS.name, schema, catalog)
+    if not _exists(spark, name):
+        return {}
+    rows = spark.sql(
+        "SELECT topic, `partition`, max(`offset`) + 1 AS next_offset "
+        f"FROM {name} WHERE topic IS NOT NULL AND `partition` IS NOT NULL AND `offset` IS NOT NULL "
+        "GROUP BY topic, `partition`"
+    ).collect()
+    return {(row["topic"], row["partition"]): row["next_offset"] for row in rows}
 
 
 @dataclass(frozen=True)
@@ -277,13 +305,17 @@ def _collect(frame: Callable[[], DataFrame], name: str) -> list[GoldOffset]:
     except AnalysisException as error:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
     data = {column: table.column(column).to_pylist() for column in table.column_names}
+    upstream = data.get(UPSTREAM, [None] * table.num_rows)
     offsets = []
-    for index, values in enumerate(zip(*(data[column] for column in _FIELDS), strict=True)):
-        cluster, group, topic, partition, offset, method, metadata, source_micros, observed_micros = values
+    rows = zip(*(data[column] for column in _FIELDS), upstream, strict=True)
+    for index, values in enumerate(rows):
+        cluster, group, topic, partition, offset, method, metadata, source_micros, observed_micros, up = (
+            values
+        )
         if None in (cluster, group, topic, partition, offset, source_micros):
-            row = {column: column_values[index] for column, column_values in data.items()}
-            missing = [column for column in _REQUIRED if row[column] is None]
-            raise GoldTableError(f"gold table {name} has a row with NULL {', '.join(missing)}: {row}")
+            raise null_row_error(
+                name, {column: column_values[index] for column, column_values in data.items()}
+            )
         offsets.append(
             GoldOffset(
                 source_cluster=cluster,
@@ -295,6 +327,18 @@ def _collect(frame: Callable[[], DataFrame], name: str) -> list[GoldOffset]:
                 method=method or "",
                 observed_at=None if observed_micros is None else from_micros(observed_micros),
                 metadata=metadata or "",
+                upstream_offset=up,
             )
         )
     return offsets
+
+
+def _upstream(frame: DataFrame) -> tuple[str, ...]:
+    """The upstream_offset column, when ``frame`` has it (every gold table the pipeline writes does)."""
+    return (UPSTREAM,) if UPSTREAM in frame.columns else ()
+
+
+def null_row_error(name: str, row: dict[str, object]) -> GoldTableError:
+    """A gold row the apply job cannot use: which required columns are NULL, and the row."""
+    missing = [column for column in _REQUIRED if row.get(column) is None]
+    return GoldTableError(f"gold table {name} has a row with NULL {', '.join(missing)}: {row}")

@@ -16,7 +16,9 @@ SIGINT or SIGTERM during the alters still records a result for every planned row
 
 The steps of a run (:func:`_run`): read gold, read the target, the keep-alive interval, plan and
 audit the plan, execute and audit the results; every Kafka client is built by
-offsetlake.kafka.clients.
+offsetlake.kafka.clients. Gold and the audit are read and written through a GoldStore
+(offsetlake.apply.store), chosen by :func:`gold_store_for`: Spark on Databricks, the local
+warehouse's Parquet files read with pyarrow elsewhere, so a local run starts no JVM.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply import audit, gold
+from offsetlake.apply.catch_up import CatchUp, catch_up
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.planner import (
     Action,
@@ -61,12 +64,14 @@ from offsetlake.apply.reasons import (
     StoppedEarly,
     Tally,
 )
+from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.durations import format_duration
 from offsetlake.errors import OffsetlakeError
-from offsetlake.jobs.session import get_spark
+from offsetlake.jobs.session import get_spark, on_databricks
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
+from offsetlake.kafka.checkpoint_tail import CheckpointTailError, read_checkpoint_tail
 from offsetlake.kafka.secrets import (
     DatabricksSecrets,
     SecretScrubber,
@@ -75,13 +80,15 @@ from offsetlake.kafka.secrets import (
     kafka_options_from_scope,
     target_client_config,
 )
+from offsetlake.local.home import local_home
+from offsetlake.local.locks import check_home_free
 from offsetlake.local.spark import LOCAL_SCHEMA
+from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS
 from offsetlake.run_ids import new_run_id
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
+PENDING_METHOD = "checkpoint (tail)"
+PENDING_NOTE = "from a checkpoint newer than gold, read from the target; in history after the next update"
 DEFAULT_MAX_AGE = timedelta(hours=1)
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 30.0
@@ -124,6 +131,9 @@ class ApplyRequest:
     fraction of the target's offsets.retention.minutes (None: never)."""
     kafka_properties: Path | None = None
     """A Java properties file of Kafka client settings (local runs); values are masked like secrets."""
+    checkpoint_tail: ReplicationPolicy | None = None
+    """Also read the target's checkpoint records gold has not ingested yet (the topics this MM2
+    policy names) and plan from gold plus them (offsetlake.apply.catch_up); not with ``as_of``."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,8 @@ class ApplyResult:
     refusing_groups: tuple[str, ...] = ()
     keep_alive: str = ""
     """How the keep-alive interval was set (printed with the plan)."""
+    catch_up: CatchUp | None = None
+    """What the checkpoint tail added to gold (``request.checkpoint_tail``)."""
     data_loss: tuple[gold.GroupDataLoss, ...] = ()
     """What failing over now would cost each selected group (not for --as-of restores)."""
     reasons: tuple[Problem, ...] = ()
@@ -170,9 +182,10 @@ def run_apply(
     request: ApplyRequest,
     *,
     secrets: SecretsProvider | None = None,
-    spark: SparkSession | None = None,
+    store: GoldStore | None = None,
 ) -> ApplyResult:
-    """One plan or apply run; ``secrets`` replaces the Databricks secret scope (tests)."""
+    """One plan or apply run; ``secrets`` replaces the Databricks secret scope, ``store`` the gold
+    store :func:`gold_store_for` chooses (tests)."""
     scrubber = SecretScrubber()
     try:
         secret_options = (
@@ -184,7 +197,7 @@ def run_apply(
             )
         scrubber = SecretScrubber(secret_options)
         config = _target_config(request, secret_options)
-        return _run(request, config=config, scrubber=scrubber, spark=spark or _spark())
+        return _run(request, config=config, scrubber=scrubber, store=store or gold_store_for(request))
     except OffsetlakeError as error:
         raise error.rewritten(scrubber.scrub) from error
     except KafkaException as error:
@@ -197,10 +210,22 @@ def _target_config(request: ApplyRequest, secret_options: dict[str, str]) -> dic
     return target_client_config(request.target_bootstrap_servers, secret_options)
 
 
-def _spark() -> SparkSession:
-    """The Databricks runtime's session on Databricks (job cluster or serverless; never a local
-    JVM there), the shared local one elsewhere: offsetlake.jobs.session.get_spark."""
-    return get_spark()
+def gold_store_for(request: ApplyRequest) -> GoldStore:
+    """Where a run reads gold and writes its audit.
+
+    On Databricks (job cluster or serverless): the runtime's Spark session, never a local JVM
+    (offsetlake.jobs.session.get_spark). Elsewhere: the local home's warehouse read with pyarrow
+    (offsetlake.apply.arrow_store), which needs no JVM, unless the request names a catalog, which
+    only Spark resolves (the local Spark session then).
+    """
+    schema = request.schema or LOCAL_SCHEMA
+    if request.catalog or on_databricks():
+        return SparkGoldStore(get_spark(), schema, request.catalog)
+    from offsetlake.apply.arrow_store import ArrowGoldStore
+
+    home = local_home()
+    check_home_free(home)  # an update rewriting gold, or a Spark session on it: one line, who holds it
+    return ArrowGoldStore(home, schema)
 
 
 @dataclass(frozen=True)
@@ -210,7 +235,7 @@ class _Run:
     request: ApplyRequest
     config: dict[str, str]
     scrubber: SecretScrubber
-    spark: SparkSession
+    store: GoldStore
     info: audit.RunInfo
     started: float
     """``time.monotonic()`` at the start: the overall deadline counts from it."""
@@ -229,11 +254,11 @@ class _Run:
 
 
 def _run(
-    request: ApplyRequest, *, config: dict[str, str], scrubber: SecretScrubber, spark: SparkSession
+    request: ApplyRequest, *, config: dict[str, str], scrubber: SecretScrubber, store: GoldStore
 ) -> ApplyResult:
     """Read gold; read the target and its keep-alive interval; plan and audit the plan; then, for an
     apply the verdict does not stop first, execute and audit the results."""
-    run, result = _begin(request, config, scrubber, spark)
+    run, result = _begin(request, config, scrubber, store)
     result, offsets = _read_gold(run, result)
     if not offsets:
         return _judged(result)
@@ -247,7 +272,7 @@ def _run(
 
 
 def _begin(
-    request: ApplyRequest, config: dict[str, str], scrubber: SecretScrubber, spark: SparkSession
+    request: ApplyRequest, config: dict[str, str], scrubber: SecretScrubber, store: GoldStore
 ) -> tuple[_Run, ApplyResult]:
     """The run's identity, and its result before anything is read but the clusters' health."""
     started_at = datetime.now(UTC)
@@ -255,7 +280,7 @@ def _begin(
         request=request,
         config=config,
         scrubber=scrubber,
-        spark=spark,
+        store=store,
         info=audit.RunInfo(
             run_id=new_run_id(started_at),
             mode=audit.Mode.DRY_RUN if request.dry_run else audit.Mode.APPLY,
@@ -264,7 +289,7 @@ def _begin(
         ),
         started=time.monotonic(),
     )
-    health = gold.read_cluster_health(spark, run.schema, request.catalog)
+    health = store.cluster_health()
     return run, ApplyResult(
         request=request,
         run_id=run.info.run_id,
@@ -280,28 +305,39 @@ def _begin(
 def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOffset]]:
     """The selected translations (latest, or as of --as-of), how many gold holds, and what failing
     over now would lose per selected group."""
-    request, spark, schema = run.request, run.spark, run.schema
+    request, store = run.request, run.store
     if request.as_of:
-        offsets = gold.read_offsets_as_of(
-            spark,
-            request.as_of,
-            schema,
-            request.catalog,
-            precedence=request.method_precedence,
-            selection=request.selection,
+        offsets = store.offsets_as_of(
+            request.as_of, precedence=request.method_precedence, selection=request.selection
         )
     else:
-        offsets = gold.read_latest_offsets(spark, schema, request.catalog, request.selection)
+        offsets = store.latest_offsets(request.selection)
+        if request.checkpoint_tail is not None:
+            result = _caught_up(run, result, offsets, request.checkpoint_tail)
+            offsets = list(result.catch_up.offsets) if result.catch_up else offsets
     gold_rows = len(offsets)
     if not offsets and request.selection.narrows:
         # Only the literal names were read: is gold empty, or did the selection match nothing?
-        gold_rows = gold.count_translations(spark, schema, request.catalog, request.as_of)
+        gold_rows = store.count_translations(request.as_of)
     if not gold_rows:
         return replace(result, gold_rows=0), []
     if request.as_of is None:
-        loss = gold.read_failover_data_loss(spark, schema, request.catalog, request.selection)
+        loss = store.failover_data_loss(request.selection)
         result = replace(result, data_loss=tuple(loss))
     return replace(result, gold_rows=gold_rows), select_offsets(offsets, request.selection)
+
+
+def _caught_up(
+    run: _Run, result: ApplyResult, offsets: list[GoldOffset], policy: ReplicationPolicy
+) -> ApplyResult:
+    """Gold plus the checkpoints written after its high-water mark, read from the target."""
+    try:
+        tail = read_checkpoint_tail(
+            run.config, policy, run.store.checkpoint_positions(), timeout_s=run.request.timeout_s
+        )
+    except CheckpointTailError as error:
+        raise CheckpointTailError(f"target cluster {run.target}: {error}") from error
+    return replace(result, catch_up=catch_up(offsets, tail.records, run.request.method_precedence))
 
 
 def _read_target(run: _Run, admin: AdminClient, offsets: Sequence[GoldOffset]) -> TargetState:
@@ -342,7 +378,7 @@ def _plan_and_audit(
 ) -> ApplyResult:
     """The plan, under the guards the request and the audit's memory set, recorded before any alter."""
     request = run.request
-    applied_before = audit.read_last_applied(run.spark, run.audit_table, request.selection)
+    applied_before = run.store.last_applied(request.selection)
     guards = Guards(
         reference_time=result.reference_time,
         max_age=request.max_age,
@@ -352,9 +388,22 @@ def _plan_and_audit(
         keep_alive_after=keep_alive_after,
         last_committed_at={key: last.committed_at for key, last in applied_before.items()},
     )
-    plan = tuple(build_plan(offsets, target, guards))
+    plan = _marked_pending(tuple(build_plan(offsets, target, guards)), offsets)
     _append_audit(run, audit.plan_records(plan, run.info))
     return replace(result, plan=plan, refusing_groups=tuple(refused_by_active_policy(plan, guards)))
+
+
+def _marked_pending(plan: tuple[PlanRow, ...], offsets: Sequence[GoldOffset]) -> tuple[PlanRow, ...]:
+    """Rows translated from the checkpoint tail say so, in the report and in the audit."""
+    pending = {offset.key for offset in offsets if offset.pending}
+    if not pending:
+        return plan
+    return tuple(
+        replace(row, method=PENDING_METHOD, reason=f"{row.reason} ({PENDING_NOTE})")
+        if row.key in pending
+        else row
+        for row in plan
+    )
 
 
 def _execute_and_audit(run: _Run, planned: ApplyResult) -> ApplyResult:
@@ -433,7 +482,7 @@ def _judged(
 
 
 def _append_audit(run: _Run, records: Sequence[tuple[Any, ...]]) -> None:
-    audit.append_audit(run.spark, run.audit_table, _scrubbed(records, run.scrubber))
+    run.store.append_audit(_scrubbed(records, run.scrubber))
 
 
 def _tally(results: Sequence[PartitionResult]) -> Tally:

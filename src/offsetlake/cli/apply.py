@@ -30,6 +30,7 @@ from offsetlake.cli.options import (
     positive_int,
 )
 from offsetlake.durations import format_duration
+from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS
 
 
@@ -88,6 +89,7 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         deadline_s=args.deadline,
         keep_alive_fraction=args.keep_alive_fraction,
         kafka_properties=clusters.kafka_properties,
+        checkpoint_tail=ReplicationPolicy() if args.checkpoint_tail and args.as_of is None else None,
     )
 
 
@@ -133,6 +135,17 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         metavar="true|false",
         help="move groups backwards (re-reading data), including translations older than "
         "the ones already applied (`--allow-rewind` alone is true)",
+    )
+    parser.add_argument(
+        "--checkpoint-tail",
+        nargs="?",
+        type=parse_bool,
+        const=True,
+        default=False,
+        metavar="true|false",
+        help="also read the target's MM2 checkpoint records the pipeline has not ingested yet "
+        "(topics `<alias>.checkpoints.internal`) and plan from gold plus them; not with --as-of "
+        "(`failover` always does)",
     )
     parser.add_argument(
         "--active-group-policy",

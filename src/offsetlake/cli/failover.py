@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from offsetlake.cli import render
 from offsetlake.cli.apply import add_apply_options, request_from_args
-from offsetlake.cli.clusters import resolve_clusters
+from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
 from offsetlake.cli.pipeline import add_set_option, settings_from_args
-from offsetlake.jobs.failover import DEFAULT_REFRESH_TIMEOUT_S, FailoverRequest, run_failover
+from offsetlake.jobs.failover import (
+    DEFAULT_PROBE_TIMEOUT_S,
+    DEFAULT_REFRESH_TIMEOUT_S,
+    ClusterEndpoint,
+    FailoverRequest,
+    RefreshMode,
+    run_failover,
+)
+from offsetlake.kafka.secrets import target_client_config
 from offsetlake.local.home import local_home
+from offsetlake.mirror.policy import ReplicationPolicy
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     failover = subparsers.add_parser(
         "failover",
-        help="during an outage: a bounded refresh, then apply and verify, and one report",
-        description="Refresh the pipeline (bounded: an unreachable cluster costs at most its timeout, "
-        "and a failed refresh keeps gold as it was), then apply the translated offsets to the target's "
-        "groups with every guard of `apply`, read them back, and print one report: each cluster's "
+        help="during an outage: probe, refresh if it can add anything, apply and verify, one report",
+        description="Ask every cluster for its metadata (bounded by --probe-timeout). When all answer, "
+        "refresh what latest_offsets is computed from (bounded by --refresh-timeout; a failed refresh "
+        "keeps gold as it was). Then apply gold's translations, with the target's checkpoints written "
+        "after gold's newest read directly from the target (no pipeline update needed: the source may be "
+        "gone), with every guard of `apply`, read them back, and print one report: each cluster's "
         "reachability, per group what was applied or refused, the method and age of each translation, "
         "and the records to be re-read. No questions asked. Exit status as `apply`: 0 all selected "
         "partitions in place, 1 something failed or nothing could be applied, 3 active groups refused.",
@@ -35,19 +47,56 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"(default: {DEFAULT_REFRESH_TIMEOUT_S:g})",
     )
     failover.add_argument(
-        "--no-refresh", action="store_true", help="skip the refresh: fail over from gold as it is now"
+        "--probe-timeout",
+        type=parse_positive_seconds,
+        default=DEFAULT_PROBE_TIMEOUT_S,
+        metavar="SECONDS",
+        help="how long each cluster has to answer the first metadata request; a source that does not "
+        f"answer skips the refresh (default: {DEFAULT_PROBE_TIMEOUT_S:g})",
+    )
+    failover.add_argument(
+        "--refresh",
+        type=RefreshMode,
+        choices=list(RefreshMode),
+        default=RefreshMode.AUTO,
+        help="auto: refresh only when every cluster answers (with a source down, the target's newest "
+        "checkpoints are read directly, without a pipeline update); always: refresh anyway; never: "
+        "fail over from gold and the checkpoint tail (default: auto)",
     )
     add_set_option(failover)
     failover.set_defaults(handler=handle_failover)
 
 
+def endpoints(clusters: ResolvedClusters) -> tuple[ClusterEndpoint, ...]:
+    """The clusters to probe, with the resolved client settings. A target named only by a secret
+    scope is read by the apply itself, which reports it."""
+    found = [
+        ClusterEndpoint(
+            source.name, "source", target_client_config(source.bootstrap_servers, clusters.kafka_options)
+        )
+        for source in clusters.sources
+    ]
+    if clusters.target is not None:
+        config = target_client_config(clusters.target, clusters.kafka_options)
+        found.insert(0, ClusterEndpoint(clusters.target_alias, "target", config))
+    return tuple(found)
+
+
 def handle_failover(args: argparse.Namespace, context: Context) -> int:
-    clusters = resolve_clusters(args, sources=not args.no_refresh, secrets=context.secrets)
+    refresh = RefreshMode(args.refresh)
+    clusters = resolve_clusters(args, sources=refresh is not RefreshMode.NEVER, secrets=context.secrets)
+    settings = None if refresh is RefreshMode.NEVER else settings_from_args(args, clusters)
+    apply = request_from_args(args, clusters, dry_run=False)
+    if args.as_of is None:  # a restore reads history only; otherwise gold plus the newest checkpoints
+        apply = replace(apply, checkpoint_tail=settings.policy if settings else ReplicationPolicy())
     request = FailoverRequest(
-        apply=request_from_args(args, clusters, dry_run=False),
-        settings=None if args.no_refresh else settings_from_args(args, clusters),
+        apply=apply,
+        settings=settings,
+        refresh=refresh,
         home=local_home(),
+        clusters=endpoints(clusters),
         refresh_timeout_s=args.refresh_timeout,
+        probe_timeout_s=args.probe_timeout,
         kafka_properties=clusters.kafka_properties,
     )
 

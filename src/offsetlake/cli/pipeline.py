@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from offsetlake.cli import render
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
-from offsetlake.cli.options import add_cluster_options
+from offsetlake.cli.options import add_cluster_options, parse_duration
+from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.local.home import local_home
-from offsetlake.local.pipeline_run import run_pipeline
+from offsetlake.local.pipeline_run import PipelineRunResult, WarmServer, run_pipeline
 from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings
 
 
@@ -24,6 +27,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_cluster_options(run, sources=True)
     run.add_argument("--full-refresh", action="store_true", help="reset every table and recompute from Kafka")
+    run.add_argument(
+        "--every",
+        type=parse_duration,
+        metavar="DURATION",
+        help="keep updating, one update every DURATION (e.g. 60s) on one kept-warm local Spark; "
+        "one line per update; stops on Ctrl-C or SIGTERM",
+    )
     add_set_option(run)
     run.set_defaults(handler=handle_run)
 
@@ -62,9 +72,16 @@ def settings_from_args(args: argparse.Namespace, clusters: ResolvedClusters) -> 
 
 
 def handle_run(args: argparse.Namespace, context: Context) -> int:
+    if args.every is not None and args.full_refresh:
+        raise UsageError("--every repeats incremental updates; run --full-refresh once on its own")
+    if args.every is not None and args.every <= timedelta(0):
+        raise UsageError("--every wants a duration above zero, e.g. 60s")
     clusters = resolve_clusters(args, sources=True, secrets=context.secrets)
+    settings = settings_from_args(args, clusters)
+    if args.every is not None:
+        return run_every(settings, local_home(), args.every, clusters.kafka_properties, context)
     result = run_pipeline(
-        settings_from_args(args, clusters),
+        settings,
         local_home(),
         full_refresh=args.full_refresh,
         echo=lambda line: print(line, file=context.out),
@@ -72,6 +89,52 @@ def handle_run(args: argparse.Namespace, context: Context) -> int:
     )
     print(render.flow_outcomes(result), file=context.out)
     return 0 if result.succeeded else 1
+
+
+def run_every(
+    settings: PipelineSettings,
+    home: Path,
+    every: timedelta,
+    kafka_properties: Path | None,
+    context: Context,
+) -> int:
+    """Updates every ``every`` until a signal stops the command (StopSignalError ends the loop and
+    the server with it). One local Spark Connect server stays warm between updates, so an update
+    pays for no JVM start; a failed update gets a fresh server (its caches may not match tables
+    the gold guard put back) and the loop goes on."""
+    with WarmServer(home, kafka_properties=kafka_properties) as server:
+        print(
+            f"{_now()} local Spark Connect server {server.url} up; an update every "
+            f"{format_duration(every)} until Ctrl-C or SIGTERM",
+            file=context.out,
+            flush=True,
+        )
+        number = 0
+        while True:
+            number += 1
+            started = time.monotonic()
+            if not server.alive():
+                print(f"{_now()} the local Spark Connect server is gone; starting another", file=context.out)
+                server.restart()
+            result = run_pipeline(settings, home, kafka_properties=kafka_properties, server=server)
+            print(update_line(number, result), file=context.out, flush=True)
+            if not result.succeeded:
+                server.restart()
+            time.sleep(max(0.0, every.total_seconds() - (time.monotonic() - started)))
+
+
+def update_line(number: int, result: PipelineRunResult) -> str:
+    """One line per update of ``--every``: when, the status (restarts included), how long."""
+    line = f"{_now()} update {number}: {result.status} in {result.seconds:.1f}s"
+    if not result.succeeded:
+        line += f": {result.explanation} (log: {result.log_path})"
+    if result.restored_tables:
+        line += f"; gold tables put back: {', '.join(result.restored_tables)}"
+    return line
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def handle_sql(args: argparse.Namespace, context: Context) -> int:

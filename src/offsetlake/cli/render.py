@@ -19,7 +19,7 @@ from offsetlake.apply.job import ApplyResult, ApplyStatus
 from offsetlake.apply.planner import Action, PlanRow
 from offsetlake.apply.reasons import Flag
 from offsetlake.durations import format_duration
-from offsetlake.jobs.failover import FailoverResult
+from offsetlake.jobs.failover import ClusterCheck, FailoverResult
 from offsetlake.local.pipeline_run import PipelineRunResult
 from offsetlake.mm2_reset.job import ResetResult, RestReset, TombstoneReset
 from offsetlake.mm2_reset.plan import ResetAction, Truncation
@@ -97,6 +97,7 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
     """(stdout lines, stderr lines) for a plan or apply run, secrets masked."""
     scrub = result.scrubber.scrub
     out: list[str] = [cluster_health_line(health, result.reference_time) for health in result.health]
+    out += catch_up_lines(result)
     if result.nothing_selected:
         out.append(f"run {result.run_id}: no gold offsets match the selection; nothing to do")
         if result.data_loss:  # groups with no translation can still lose records
@@ -124,17 +125,10 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
     applied = result.apply
     scrub = applied.scrubber.scrub
     out = ["", "== offsetlake failover report =="]
-    refresh = result.refresh
-    if refresh is None:
-        out.append("refresh: skipped (--no-refresh): failing over from gold as it is")
-    else:
-        verdict = "succeeded" if refresh.succeeded else "FAILED"
-        out.append(
-            f"refresh: {verdict} in {refresh.seconds:.1f}s: {refresh.explanation} (log: {refresh.log_path})"
-        )
-        if refresh.restored_tables:
-            out.append(f"refresh: gold kept as it was before: {', '.join(refresh.restored_tables)}")
+    out += [probe_line(check) for check in result.checks]
+    out += refresh_lines(result)
     out += [cluster_health_line(health, applied.reference_time) for health in applied.health]
+    out += catch_up_lines(applied)
     if applied.plan:
         out.append(group_table(applied))
     if applied.data_loss:
@@ -151,6 +145,50 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
     }[status]
     out.append(f"{label} (exit {int(status)})")
     return [scrub(line) for line in out], [scrub(line) for line in applied.problems]
+
+
+def probe_line(check: ClusterCheck) -> str:
+    """``cluster dr (target): reachable now (0.1s)`` or ``... NOT ANSWERING now (10.0s): <error>``."""
+    line = f"cluster {check.name} ({check.role}): "
+    if check.probe.reachable:
+        return line + f"reachable now ({check.probe.seconds:.1f}s)"
+    return line + f"NOT ANSWERING now ({check.probe.seconds:.1f}s): {check.probe.error}"
+
+
+def refresh_lines(result: FailoverResult) -> list[str]:
+    """What the refresh did. Flows that completed after the engine restarted them count as completed
+    (with the restarts counted): a restarted stream resumes from its checkpoint."""
+    refresh = result.refresh
+    if refresh is None:
+        return [f"refresh: skipped ({result.refresh_skipped})"]
+    if refresh.succeeded:
+        restarts = f" after {refresh.restarts} flow restart(s)" if refresh.restarts else ""
+        verdict = f"completed{restarts}"
+    else:
+        verdict = "FAILED"
+    lines = [f"refresh: {verdict} in {refresh.seconds:.1f}s: {refresh.explanation} (log: {refresh.log_path})"]
+    if refresh.restored_tables:
+        lines.append(f"refresh: gold kept as it was before: {', '.join(refresh.restored_tables)}")
+    return lines
+
+
+def catch_up_lines(result: ApplyResult) -> list[str]:
+    """What the checkpoint tail added to gold, and any record it could not use."""
+    caught = result.catch_up
+    if caught is None:
+        return []
+    lines = [
+        f"checkpoints after gold: {caught.records} record(s) read from the target, "
+        f"{caught.pending} group-partition(s) newer than gold (method `checkpoint (tail)`; "
+        "in offset_history after the next pipeline update)"
+    ]
+    if caught.rejected:
+        first = caught.rejected[0]
+        lines.append(
+            f"checkpoints after gold: {len(caught.rejected)} record(s) not decodable, not applied (the "
+            f"pipeline quarantines them); first {first.topic}-{first.partition}@{first.offset}: {first.error}"
+        )
+    return lines
 
 
 MM2_RESET_HEADERS = ("source partition", "stored offset", "kafka partition", "java partition", "action")
@@ -262,7 +300,7 @@ def group_table(result: ApplyResult) -> str:
                 len(refused),
                 ",".join(sorted({row.method for row in rows if row.method})) or None,
                 _age(max(ages)) if ages else None,
-                sum(row.records_reread or 0 for row in verified),
+                _records_reread(verified),
                 problems[0] if problems else None,
             )
         )
@@ -280,6 +318,15 @@ def group_table(result: ApplyResult) -> str:
         ),
         lines,
     )
+
+
+def _records_reread(verified: Sequence[PlanRow]) -> int | str:
+    """Records the group reads again, or ``unknown`` when a moved partition had no position to
+    compare with (nothing to say is not zero)."""
+    counts = [row.records_reread for row in verified]
+    if any(count is None for count in counts):
+        return "unknown"
+    return sum(count for count in counts if count is not None)
 
 
 def data_loss_table(losses: Sequence[GroupDataLoss]) -> str:

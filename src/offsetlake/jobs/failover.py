@@ -1,38 +1,78 @@
 """``run_failover``: the one call an operator makes during an outage, typed.
 
-A best-effort refresh bounded in time (an unreachable cluster costs at most its timeout and adds
-no rows; a refresh that fails or runs out of time leaves gold as it was), then ``apply`` with every
-guard it has, verified by reading the offsets back. It asks nothing interactively: it is meant
-for the moment the source cluster is gone.
+Every cluster is asked for its metadata first, all at once and bounded (``probe_timeout_s``), so
+the report says what is reachable *now*. A refresh runs only when it can add something: with every
+cluster answering, an update of the datasets ``latest_offsets`` is computed from
+(pipeline/refresh_selection.py) adds the offset-sync and mapping translations of the newest group
+snapshots. With a source down it could add only the target's newest checkpoints, and the apply
+reads those itself (``ApplyRequest.checkpoint_tail``) without a JVM, so no refresh is started:
+measured, that is most of a failover's time, and the part a busy machine breaks. Then ``apply``
+with every guard it has, verified by reading the offsets back. It asks nothing interactively.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from offsetlake.apply.job import ApplyRequest, ApplyResult, run_apply
+from offsetlake.kafka.admin import ClusterProbe, probe_cluster
 from offsetlake.kafka.secrets import SecretsProvider
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.pipeline.refresh_selection import failover_refresh_selection
 from offsetlake.pipeline.settings import PipelineSettings
 
 DEFAULT_REFRESH_TIMEOUT_S = 300.0
+DEFAULT_PROBE_TIMEOUT_S = 10.0
+
+
+class RefreshMode(StrEnum):
+    """``auto``: refresh when every cluster answered the probe (otherwise a refresh could add only
+    the checkpoint tail the apply reads itself); ``always``: refresh anyway; ``never``: gold as it is."""
+
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+@dataclass(frozen=True)
+class ClusterEndpoint:
+    """One cluster to probe: its role in the report and its client settings (never printed)."""
+
+    name: str
+    role: str
+    config: Mapping[str, str] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ClusterCheck:
+    name: str
+    role: str
+    probe: ClusterProbe
 
 
 @dataclass(frozen=True)
 class FailoverRequest:
     apply: ApplyRequest
     settings: PipelineSettings | None
-    """The clusters to refresh from; None skips the refresh and fails over from gold as it is."""
+    """The clusters to refresh from; None only with ``RefreshMode.NEVER`` (no sources needed)."""
     home: Path
+    refresh: RefreshMode = RefreshMode.AUTO
+    clusters: tuple[ClusterEndpoint, ...] = ()
     refresh_timeout_s: float = DEFAULT_REFRESH_TIMEOUT_S
+    probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
     kafka_properties: Path | None = None
 
 
 @dataclass(frozen=True)
 class FailoverResult:
+    checks: tuple[ClusterCheck, ...]
     refresh: PipelineRunResult | None
+    refresh_skipped: str | None
+    """Why no refresh ran (None when one did)."""
     apply: ApplyResult
 
     @property
@@ -48,13 +88,44 @@ def run_failover(
     echo: Callable[[str], None] | None = None,
     secrets: SecretsProvider | None = None,
 ) -> FailoverResult:
+    checks = probe_all(request.clusters, timeout_s=request.probe_timeout_s)
+    skipped = _why_no_refresh(request, checks)
     refresh = None
-    if request.settings is not None:
+    if skipped is None and request.settings is not None:
         refresh = run_pipeline(
             request.settings,
             request.home,
+            refresh=failover_refresh_selection(request.settings),
             echo=echo,
             timeout_s=request.refresh_timeout_s,
             kafka_properties=request.kafka_properties,
         )
-    return FailoverResult(refresh=refresh, apply=run_apply(request.apply, secrets=secrets))
+    return FailoverResult(
+        checks=checks,
+        refresh=refresh,
+        refresh_skipped=skipped,
+        apply=run_apply(request.apply, secrets=secrets),
+    )
+
+
+def probe_all(clusters: tuple[ClusterEndpoint, ...], *, timeout_s: float) -> tuple[ClusterCheck, ...]:
+    """Every cluster asked at once: the probes cost one timeout in all, not one each."""
+    if not clusters:
+        return ()
+    with ThreadPoolExecutor(max_workers=len(clusters), thread_name_prefix="probe") as pool:
+        probes = list(pool.map(lambda cluster: probe_cluster(cluster.config, timeout_s=timeout_s), clusters))
+    return tuple(
+        ClusterCheck(cluster.name, cluster.role, probe)
+        for cluster, probe in zip(clusters, probes, strict=True)
+    )
+
+
+def _why_no_refresh(request: FailoverRequest, checks: tuple[ClusterCheck, ...]) -> str | None:
+    if request.settings is None or request.refresh is RefreshMode.NEVER:
+        return "--refresh never"
+    if request.refresh is RefreshMode.ALWAYS:
+        return None
+    down = [f"{check.role} {check.name}" for check in checks if not check.probe.reachable]
+    if down:
+        return f"{', '.join(down)} did not answer: the target's newest checkpoints are read directly"
+    return None

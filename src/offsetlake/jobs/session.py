@@ -120,9 +120,17 @@ def _attached_session() -> Any:
 
 
 def get_spark(environ: Mapping[str, str] | None = None) -> SparkSession:
-    """The runtime's session on Databricks (never a local JVM there), the local one elsewhere."""
+    """The runtime's session on Databricks (never a local JVM there), the local one elsewhere.
+
+    Locally, audit rows a run without Spark left pending (offsetlake.apply.arrow_store) are folded
+    into ``apply_audit`` first, so whatever the session reads sees every audited run.
+    """
     if on_databricks(environ):
         return databricks_session(environ)
+    from offsetlake.apply.arrow_store import fold_pending_audit
+    from offsetlake.local.home import local_home
     from offsetlake.local.spark import get_local_spark
 
-    return get_local_spark()
+    spark = get_local_spark()
+    fold_pending_audit(spark, local_home())
+    return spark

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,9 +34,10 @@ class HomeInUseError(ExternalError):
 
 
 def check_home_free(home: Path) -> None:
-    """Raise HomeInUseError naming the holder when another process has ``home``'s metastore open."""
+    """Raise HomeInUseError naming the holder when another process has ``home``'s metastore open
+    (this process's own Spark JVM does not count)."""
     holder = _derby_holder(home / DERBY_LOCK)
-    if holder is not None and holder != os.getpid():
+    if holder is not None and holder not in (os.getpid(), _own_jvm()):
         raise HomeInUseError(_in_use(home, holder))
 
 
@@ -61,6 +63,16 @@ def pipeline_run_lock(home: Path) -> Iterator[None]:
             yield
         finally:
             lock_file.truncate(0)
+
+
+def _own_jvm() -> int | None:
+    """The JVM of this process's Spark session, if one runs (pyspark execs java in its launcher)."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    return None if process is None else process.pid
 
 
 def _derby_holder(lock_path: Path) -> int | None:

@@ -1,6 +1,6 @@
 """Child processes that never outlive the command that started them.
 
-``spark-pipelines`` starts a tree: the pipelines JVM, a Spark Connect server JVM, Python workers.
+A pipeline update starts a tree: the pipelines CLI, a Spark Connect server JVM, Python workers.
 Each child runs in its own session (process group), and whatever ends the run (its exit, a
 deadline, an exception, SIGINT/SIGTERM) the whole group is terminated and waited for: SIGTERM
 first, SIGKILL after a grace period. A command interrupted by a signal also ends every other
@@ -194,6 +194,24 @@ def run_group(
         reader.join(timeout=grace_s)
         stdout.close()
     return ChildExit(exit_code, timed_out, time.monotonic() - started)
+
+
+def spawn_group(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
+) -> subprocess.Popen[str]:
+    """Start a long-lived ``command`` in a new process group, its output appended to ``log_path``;
+    the caller ends it with :func:`terminate_group` (a kept-warm server outlives single calls)."""
+    with log_path.open("a", encoding="utf-8") as log:
+        return subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
 
 
 def terminate_group(process: subprocess.Popen[str], *, grace_s: float = DEFAULT_GRACE_S) -> None:

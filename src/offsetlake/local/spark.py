@@ -8,8 +8,11 @@ that. On Databricks none of this is used; the runtime's session and Unity Catalo
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
 LOCAL_SCHEMA = "offsetlake"
 # Errors only: Spark's default profile prints every WARN between the CLI's progress lines.
 LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+SPARK_LOG = Path("logs") / "spark.log"
+"""Under the home: what the local JVM prints (its banner, its error log lines), unless --verbose."""
 
 
 # Local Spark processes live for seconds to minutes on small data: the JIT's optimising tier and a
@@ -34,6 +39,14 @@ LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 _SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
 
 
+# No setting here widens the window a Python data source's worker has to connect back to the
+# JVM (CANNOT_OPEN_SOCKET under load): PythonStreamingSourceRunner always starts it with
+# PythonWorkerFactory.createSimpleWorker, which waits a hard-coded Selector.select(10000) for the
+# connection and then closes the listening socket (Spark 4.0-4.2; spark.python.use.daemon,
+# worker.reuse, unix.domain.socket.enabled do not reach that path, and
+# spark.python.authenticate.socketTimeout is the worker's own connect timeout, 15 s, after the
+# listener is gone). A failed flow is retried by the pipeline engine instead
+# (spark.sql.pipelines.maxFlowRetryAttempts, set in pipeline_run.write_spec).
 def local_spark_conf(home: Path | None = None) -> dict[str, str]:
     """Static Spark settings every local process must share to see the same tables."""
     home = home or local_home()
@@ -57,7 +70,8 @@ def local_spark_conf(home: Path | None = None) -> dict[str, str]:
 def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> SparkSession:
     """A local[2] session on the shared warehouse, with the `offsetlake` schema present.
 
-    Refused in one line when another process holds the home (pipeline/home_lock.py).
+    Refused in one line when another process holds the home (pipeline/home_lock.py). A JVM it
+    starts prints to <home>/logs/spark.log, not the terminal, unless ``--verbose``.
     """
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
@@ -68,11 +82,40 @@ def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> S
     builder = SparkSession.builder.master("local[2]").appName(app_name)
     for key, value in local_spark_conf(home).items():
         builder = builder.config(key, value)
-    spark = builder.enableHiveSupport().getOrCreate()
+    quiet = starting and not logging.getLogger("offsetlake").isEnabledFor(logging.DEBUG)
+    with _jvm_output_to(home or local_home()) if quiet else contextlib.nullcontext():
+        spark = builder.enableHiveSupport().getOrCreate()
     if starting:
         _STARTED_HERE.add(id(spark.sparkContext))
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {LOCAL_SCHEMA}")
     return spark
+
+
+@contextlib.contextmanager
+def _jvm_output_to(home: Path) -> Iterator[None]:
+    """Point this process's fds 1 and 2 at <home>/logs/spark.log while pyspark launches the JVM.
+
+    The JVM inherits them (pyspark.java_gateway starts it with Popen and no redirection), so its
+    banner ("Using incubator modules", "Setting default log level") and its later log lines go to
+    the file and every command's output starts with its own lines. The CLI's ``--verbose`` (the
+    ``offsetlake`` logger at DEBUG, cli/main.py) skips this and shows them.
+    """
+    log_path = home / SPARK_LOG
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with log_path.open("ab") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, original in zip((1, 2), saved, strict=True):
+            os.dup2(original, fd)
+            os.close(original)
 
 
 # The SparkContexts get_local_spark started: only those are stopped by stop_local_spark, never a

@@ -15,6 +15,8 @@ valid_from), so a restore picks what latest_offsets would have picked at T.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
 from offsetlake.errors import InvalidValueError
@@ -62,3 +64,35 @@ def choose_translation(current: DataFrame, precedence: Sequence[str], freshness:
             "_choice": sf.row_number().over(per_key.orderBy("_precedence", sf.col(freshness).desc())),
         },
     ).where(sf.col("_choice") == 1)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One method's translation of a group-partition, as :func:`choose` weighs it."""
+
+    method: str
+    upstream_offset: int | None
+    downstream_offset: int
+    freshness: datetime | None
+    """The last observation (latest_offsets) or valid_from (--as-of); None sorts last, as in Spark."""
+
+
+def choose(candidates: Sequence[Candidate], precedence: Sequence[str]) -> tuple[Candidate, bool]:
+    """The pure twin of :func:`choose_translation` for one key: (the winner, whether the methods
+    translating the freshest upstream offset disagree). The winner is one of ``candidates``; rows
+    equal in freshness and precedence keep their input order (Spark leaves that tie unordered)."""
+    if not candidates:
+        raise ValueError("choose needs at least one candidate")
+
+    def rank(candidate: Candidate) -> int:  # array_position: 1-based, 0 when absent
+        return precedence.index(candidate.method) + 1 if candidate.method in precedence else 0
+
+    def fresher_first(candidate: Candidate) -> tuple[bool, float, int]:
+        stamp = candidate.freshness
+        return (stamp is None, -stamp.timestamp() if stamp else 0.0, rank(candidate))
+
+    freshest_upstream = min(candidates, key=fresher_first).upstream_offset
+    eligible = [c for c in candidates if c.upstream_offset == freshest_upstream]
+    disagree = len({c.downstream_offset for c in eligible}) > 1
+    winner = min(eligible, key=lambda c: (rank(c), *fresher_first(c)[:2]))
+    return winner, disagree

@@ -318,9 +318,10 @@ class MirrorSimulator:
         partitions = [
             TopicPartition(topic, partition, offset) for (topic, partition), offset in offsets.items()
         ]
-        future = self._source_admin.alter_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group, partitions)]
-        )
+        # A client of its own: one that lived through a paused source broker (SIGSTOP/SIGCONT in the
+        # failover tests and benchmarks) may never get its group coordinator back.
+        admin = AdminClient({"bootstrap.servers": self.settings.source_bootstrap})
+        future = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)])
         result = future[group].result(timeout=TIMEOUT_S)
         _raise_partition_errors(f"committing {group} on the source", result.topic_partitions)
 
@@ -569,7 +570,8 @@ class MirrorSimulator:
         self.offset_syncs.extend(syncs)
 
     def _source_group_offsets(self, group: str) -> dict[tuple[str, int], CommittedOffset]:
-        return kafka_admin.list_committed_offsets(self._source_admin, group, timeout_s=TIMEOUT_S)
+        admin = AdminClient({"bootstrap.servers": self.settings.source_bootstrap})  # see commit_source_group
+        return kafka_admin.list_committed_offsets(admin, group, timeout_s=TIMEOUT_S)
 
     @staticmethod
     def _create_topics(admin: AdminClient, topics: list[NewTopic]) -> None:

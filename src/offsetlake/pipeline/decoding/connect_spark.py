@@ -117,6 +117,10 @@ def decode_connect_offsets(df: DataFrame, key: str = "key", value: str = "value"
     topic = _typed_member(key_json, "p_topic", "string")
     offset = sf.when(~tombstone, _typed_member(value_json, "offset", "bigint"))
     cluster = _typed_member(key_json, "p_cluster", "string")
+    # Staged: the meaning checks read each value several times (see semantics_spark.meaning_error).
+    typed = {"_c_partition": partition, "_c_topic": topic, "_c_offset": offset, "_c_cluster": cluster}
+    staged = add_columns(staged, typed)
+    partition, topic, offset, cluster = (sf.col(name) for name in typed)
     error = sf.coalesce(
         checks.first(),
         sf.when(value_present, value_checks.first()),

@@ -131,13 +131,16 @@ def decode_k2k_json_v1(df: DataFrame, key: str = "key", value: str = "value") ->
             fields["source_offset"],
         ),
     )
+    # Staged: the meaning checks read each topic several times (see semantics_spark.meaning_error).
+    staged = add_columns(staged, {f"_k2k_{name}": column for name, column in fields.items()})
+    values = {name: sf.col(f"_k2k_{name}") for name in fields}
     error = sf.coalesce(
         value_json.checks.first(),
         sf.when(sf.col(key).isNotNull(), key_json.checks.first()),
-        meaning_error(semantics.K2K_JSON_V1_RULES, fields),
+        meaning_error(semantics.K2K_JSON_V1_RULES, values),
     )
     typed = {
-        name: column.cast("int") if name.endswith("partition") else column for name, column in fields.items()
+        name: column.cast("int") if name.endswith("partition") else column for name, column in values.items()
     }
     # The staged ``_k2k_*`` helper columns stay: callers select what they keep, and dropping by
     # name would make Spark Connect analyze the plan inside a pipeline query function (refused).

@@ -8,7 +8,7 @@ from pyspark.sql import functions as sf
 from offsetlake.codecs import semantics
 from offsetlake.codecs.mm2 import CHECKPOINT_VALUE_VERSION
 from offsetlake.pipeline.decoding.semantics_spark import meaning_error
-from offsetlake.pipeline.decoding.wire_spark import WireParser, missing, with_decoded
+from offsetlake.pipeline.decoding.wire_spark import WireParser, missing, staged, with_decoded
 
 
 def decode_checkpoints(df: DataFrame, key: str = "key", value: str = "value") -> DataFrame:
@@ -27,7 +27,7 @@ def decode_checkpoints(df: DataFrame, key: str = "key", value: str = "value") ->
     value_parser.end()
 
     return with_decoded(
-        df,
+        staged(df, key_parser, value_parser),
         {
             "consumer_group": group,
             "topic": topic,
@@ -66,7 +66,7 @@ def decode_offset_syncs(df: DataFrame, key: str = "key", value: str = "value") -
     value_parser.end()
 
     return with_decoded(
-        df,
+        staged(df, key_parser, value_parser),
         {
             "topic": topic,
             "partition": partition,

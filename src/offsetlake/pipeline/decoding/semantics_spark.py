@@ -54,22 +54,12 @@ _SPARK_RULES: Final = {
 def meaning_error(rules: Sequence[semantics.FieldRule], values: dict[str, Column]) -> Column:
     """The first failing rule's message (``semantics.first_error``), NULL when all pass.
 
-    The decoded values are bound once, as a lambda's argument, and the rules read that variable.
-    Inlined, every rule would repeat the whole byte-parsing expression of its field (a topic is
-    read ~7 times). Over a file or table source, a filter on ``decode_error`` is pushed
-    below the projection, so the expression is generated again inside the filter, and the
-    whole-stage method passes the JVM's 64 KB limit. A higher-order function is not whole-stage
-    generated, so the decode projection and filter are compiled per expression instead. That
-    path splits large expressions into methods
-    (tests/integration/test_decode_spark.py::test_silver_and_quarantine_shaped_queries_compile_over_a_file_source).
+    ``values`` must be column references (staged by the decoder, see ``WireParser``), not the
+    decoding expressions: a topic is read by about seven checks, and inlining its expression in
+    each would grow the generated code past the JVM's 64 KB method limit.
     """
-
-    def first_failure(decoded: Column) -> Column:
-        checks = Checks()
-        for field_rule in rules:
-            check = _SPARK_RULES[field_rule.rule]
-            check(checks, field_rule.part, field_rule.field, decoded[field_rule.attribute])
-        return checks.first()
-
-    record = sf.struct(*[value.alias(name) for name, value in values.items()])
-    return sf.transform(sf.array(record), first_failure)[0]
+    checks = Checks()
+    for field_rule in rules:
+        check = _SPARK_RULES[field_rule.rule]
+        check(checks, field_rule.part, field_rule.field, values[field_rule.attribute])
+    return checks.first()

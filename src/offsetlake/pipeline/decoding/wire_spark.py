@@ -50,15 +50,28 @@ class WireParser:
     Positions are 0-based like the codec's messages. After a failure later expressions may read
     garbage, but ``error`` keeps only the first failure and the decoded values are nulled by the
     caller, so garbage never escapes.
+
+    Every value read is a staged column ``_<part>_<field>`` (``stages``, applied in order with
+    ``staged``), so checks and later positions refer to it instead of repeating its expression.
+    A string's length opens the next stage: the string body and every later field are read at
+    positions computed from it. The checks, referring only to staged columns, stay small enough
+    for whole-stage code generation.
     """
 
     def __init__(self, data: Column, part: str, missing_message: str) -> None:
         self._data = data
         self._part = part
-        self._size = sf.length(data)
+        self._prefix = "_" + part.replace(" ", "_")
+        self.stages: list[dict[str, Column]] = [{}]
+        self._size = self._stage("size", sf.length(data))
         self._position: Column = sf.lit(0)
         self.checks = Checks()
         self.checks.add(data.isNull(), sf.lit(f"{part}: {missing_message}"))
+
+    def _stage(self, name: str, expression: Column) -> Column:
+        column_name = f"{self._prefix}_{name.replace(' ', '_')}"
+        self.stages[-1][column_name] = expression
+        return sf.col(column_name)
 
     def _left(self) -> Column:
         return self._size - self._position
@@ -71,7 +84,7 @@ class WireParser:
             self._size - at,
         )
 
-    def _read_int(self, field: str, kind: str, size: int) -> Column:
+    def _read_int(self, field: str, kind: str, size: int, spark_type: str) -> Column:
         at = self._position
         self.checks.add(self._left() < size, self._truncated(at, field, kind, sf.lit(size)))
         raw_hex = sf.hex(sf.substring(self._data, at + 1, sf.lit(size)))
@@ -83,16 +96,16 @@ class WireParser:
                 sf.shiftleft(sf.conv(raw_hex, 16, 10).cast("bigint"), unused_bits), unused_bits
             )
         self._position = at + size
-        return value
+        return self._stage(field, value.cast(spark_type))
 
     def int16(self, field: str) -> Column:
-        return self._read_int(field, "INT16", 2).cast("smallint")
+        return self._read_int(field, "INT16", 2, "smallint")
 
     def int32(self, field: str) -> Column:
-        return self._read_int(field, "INT32", 4).cast("int")
+        return self._read_int(field, "INT32", 4, "int")
 
     def int64(self, field: str) -> Column:
-        return self._read_int(field, "INT64", 8)
+        return self._read_int(field, "INT64", 8, "bigint")
 
     def version(self, expected: int) -> None:
         version = self.int16("version")
@@ -105,7 +118,8 @@ class WireParser:
 
     def string(self, field: str) -> Column:
         length_at = self._position
-        length = self._read_int(f"{field} length", "INT16", 2)
+        length = self._read_int(f"{field} length", "INT16", 2, "int")
+        self.stages.append({})
         self.checks.add(
             length < 0,
             sf.format_string(
@@ -114,7 +128,7 @@ class WireParser:
         )
         body_at = self._position
         self.checks.add(self._left() < length, self._truncated(body_at, field, "STRING", length))
-        text = sf.substring(self._data, body_at + 1, length).cast("string")
+        text = self._stage(field, sf.substring(self._data, body_at + 1, length).cast("string"))
         self.checks.add(
             ~sf.is_valid_utf8(text),
             sf.format_string(
@@ -138,6 +152,20 @@ class WireParser:
                 self._position,
             ),
         )
+
+
+def staged(df: DataFrame, *parsers: WireParser) -> DataFrame:
+    """``df`` plus every parser's staged columns, stage by stage (one ``select`` per stage)."""
+    depth = max(len(parser.stages) for parser in parsers)
+    for index in range(depth):
+        stage = {
+            name: column
+            for parser in parsers
+            if index < len(parser.stages)
+            for name, column in parser.stages[index].items()
+        }
+        df = add_columns(df, stage)
+    return df
 
 
 def valid_utf8_prefix_bytes(text: Column) -> Column:

@@ -1,0 +1,188 @@
+"""Failover on a busy machine: a second pipeline update runs beside it the whole time.
+
+Production failovers happen when everything else is also busy; on a 2-core machine a second
+pipeline update (its own Spark JVM and Python workers) is enough to make a Python worker miss
+Spark's 10 s connect-back window (local/spark.py). The scenario is test_failover.py's (a private
+pair, five groups checkpointed by the MM2 simulator, the source paused with SIGSTOP); beside each
+failover, another home runs ``offsetlake pipeline run`` against the same clusters in a loop, and
+the test checks that its JVM really was up for most of the failover before trusting the result.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from offsetlake.local.home import HOME_ENV
+from offsetlake.local.processes import descendants
+from tests.e2e.test_failover import (  # noqa: F401  (outage: the shared module-scoped scenario)
+    GROUPS,
+    PARTITIONS,
+    Outage,
+    _write_checkpoint,
+    outage,
+)
+from tests.kafka_helpers import log_end_offset
+from tests.process_helpers import command_line
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+BUSY_SHARE = 0.5
+"""Of the samples taken during a failover, at least this share must see the second pipeline's JVM
+(the rest: its Python start-up, and the gap between two updates)."""
+SAMPLE_S = 0.5
+STEP = 4
+"""How far the checkpoints written while the source is dead move each group."""
+
+
+class SecondPipeline:
+    """``offsetlake pipeline run`` on another home, again and again, until stopped; meanwhile
+    samples whether one of its JVMs is alive, so a test can tell the machine really was busy."""
+
+    def __init__(self, home: Path, flags: list[str]) -> None:
+        self._home = home
+        self._flags = flags
+        self._stop = threading.Event()
+        self._current: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._samples: list[bool] = []
+        self._sampling = False
+        self.updates = 0
+        self._threads = [
+            threading.Thread(target=self._loop, daemon=True),
+            threading.Thread(target=self._sample, daemon=True),
+        ]
+
+    def _loop(self) -> None:
+        log = (self._home / "second-pipeline.out").open("ab")
+        with log:
+            while not self._stop.is_set():
+                with self._lock:
+                    self._current = subprocess.Popen(
+                        [sys.executable, "-m", "offsetlake.cli", "pipeline", "run", *self._flags],
+                        env={**os.environ, HOME_ENV: str(self._home)},
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                self._current.wait()
+                self.updates += 1
+
+    def jvm_running(self) -> bool:
+        with self._lock:
+            current = self._current
+        if current is None or current.poll() is not None:
+            return False
+        # /proc cmdline separates arguments with NULs; the first is the executable.
+        return any(Path(command_line(pid).split("\0")[0]).name == "java" for pid in descendants(current.pid))
+
+    def _sample(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            if self._sampling:
+                self._samples.append(self.jvm_running())
+
+    def wait_until_busy(self, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self.jvm_running():
+            assert time.monotonic() < deadline, "the second pipeline update never started its JVM"
+            time.sleep(SAMPLE_S)
+
+    @contextmanager
+    def measured(self) -> Iterator[None]:
+        """Samples only while the body runs; afterwards the share of busy samples must be met."""
+        self._samples.clear()
+        self._sampling = True
+        try:
+            yield
+        finally:
+            self._sampling = False
+        busy = sum(self._samples) / max(len(self._samples), 1)
+        assert busy >= BUSY_SHARE, f"the second pipeline ran during only {busy:.0%} of the failover"
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """SIGTERM the running update (run_pipeline stops its process group and restores gold)."""
+        self._stop.set()
+        with self._lock:
+            current = self._current
+        if current is not None and current.poll() is None:
+            current.terminate()
+            try:
+                current.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                current.kill()
+                current.wait()
+        for thread in self._threads:
+            thread.join(timeout=130)
+
+
+@pytest.fixture
+def second_pipeline(outage: Outage, tmp_path: Path) -> Iterator[SecondPipeline]:  # noqa: F811
+    runner = SecondPipeline(tmp_path, outage.cluster_flags())
+    runner.start()
+    try:
+        runner.wait_until_busy()
+        yield runner
+    finally:
+        runner.stop()
+
+
+def _assert_every_checkpoint_applied(scenario: Outage) -> None:
+    for group in GROUPS:
+        assert scenario.committed(group) == {
+            p: scenario.checkpoints[(group, scenario.remote_topic, p)].downstream_offset
+            for p in range(PARTITIONS)
+        }, group
+
+
+def test_busy_source_dead_before_the_first_refresh_applies_every_checkpoint(
+    outage: Outage,  # noqa: F811
+    second_pipeline: SecondPipeline,
+) -> None:
+    with outage.source_paused(), second_pipeline.measured():
+        run = outage.cli("failover", *outage.cluster_flags())
+    report = run.stdout + run.stderr
+    assert run.returncode == 0, report[-4000:]
+    assert "FAILOVER DONE" in report
+    _assert_every_checkpoint_applied(outage)
+
+
+def test_busy_source_dead_between_refreshes_applies_every_checkpoint(
+    outage: Outage,  # noqa: F811
+    second_pipeline: SecondPipeline,
+) -> None:
+    with second_pipeline.measured():
+        both_up = outage.cli("pipeline", "run", *outage.cluster_flags())
+    assert both_up.returncode == 0, both_up.stdout[-4000:]
+    # Checkpoints newer than the refresh, on every partition where the target has the records:
+    # failover must apply them and keep the others where they are.
+    log_ends = {p: log_end_offset(outage.target, outage.remote_topic, p) for p in range(PARTITIONS)}
+    newer = {
+        key: replace(
+            old, upstream_offset=old.upstream_offset + STEP, downstream_offset=old.downstream_offset + STEP
+        )
+        for key, old in outage.checkpoints.items()
+        if old.downstream_offset + STEP <= log_ends[old.partition]
+    }
+    assert len(newer) >= len(outage.checkpoints) // 2, (log_ends, outage.checkpoints)
+    with outage.source_paused():
+        for checkpoint in newer.values():
+            _write_checkpoint(outage, checkpoint)
+        with second_pipeline.measured():
+            run = outage.cli("failover", *outage.cluster_flags())
+    outage.checkpoints.update(newer)
+    report = run.stdout + run.stderr
+    assert run.returncode == 0, report[-4000:]
+    assert "FAILOVER DONE" in report
+    _assert_every_checkpoint_applied(outage)
