@@ -23,6 +23,7 @@ applies every checkpointed partition.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import statistics
@@ -38,7 +39,7 @@ from pathlib import Path
 from offsetlake.kafka.admin import list_committed_offsets
 from offsetlake.kafka.clients import admin
 from offsetlake.local.home import HOME_ENV
-from offsetlake_dev.local_cluster import ClusterPair, running_clusters
+from offsetlake_dev.local_cluster import ClusterPair, paused, running_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 
 SOURCE_ALIAS = "primary"
@@ -126,15 +127,8 @@ class Scenario:
                 )
         return count
 
-    @contextmanager
-    def source_dead(self) -> Iterator[None]:
-        pid = self.pair.source.pid
-        assert pid is not None
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            yield
-        finally:
-            os.kill(pid, signal.SIGCONT)
+    def source_dead(self) -> contextlib.AbstractContextManager[None]:
+        return paused(self.pair.source)
 
     def once(self) -> Outcome:
         expected = self.new_checkpoints()

@@ -59,6 +59,19 @@ class KafkaCluster:
     log_path: str | None
 
 
+@contextlib.contextmanager
+def paused(cluster: KafkaCluster) -> Iterator[None]:
+    """The broker stopped with SIGSTOP (a dead host, as a client sees it) and resumed with SIGCONT
+    afterwards, whatever happens inside: Tansu keeps data only in memory, so it is never restarted."""
+    if cluster.pid is None:
+        raise LocalBrokerError(f"{cluster.name}: not a broker this harness started, it cannot be paused")
+    os.kill(cluster.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(cluster.pid, signal.SIGCONT)
+
+
 @dataclass(frozen=True)
 class ClusterPair:
     source: KafkaCluster

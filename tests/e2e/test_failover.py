@@ -21,13 +21,13 @@ run in file order and share the scenario:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +39,7 @@ import pytest
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
 from offsetlake.local.home import HOME_ENV
 from offsetlake.mirror.progress import ReplicationStatus
-from offsetlake_dev.local_cluster import ClusterPair, start_clusters, stop_clusters
+from offsetlake_dev.local_cluster import ClusterPair, paused, start_clusters, stop_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 from offsetlake_dev.simulate.data_loss_truth import ExpectedLoss, SourcePartition, expected_data_loss
 from tests.kafka_helpers import committed_offsets, create_topic, log_end_offset, produce
@@ -124,15 +124,8 @@ class Outage:
         pending = sorted((self.home / "audit-pending").rglob("*.parquet"))
         return self.rows("apply_audit") + [row for path in pending for row in pq.read_table(path).to_pylist()]
 
-    @contextmanager
-    def source_paused(self) -> Iterator[None]:
-        pid = self.clusters.source.pid
-        assert pid is not None
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            yield
-        finally:
-            os.kill(pid, signal.SIGCONT)
+    def source_paused(self) -> contextlib.AbstractContextManager[None]:
+        return paused(self.clusters.source)
 
 
 @pytest.fixture(scope="module")
