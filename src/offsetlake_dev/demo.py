@@ -37,13 +37,14 @@ from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import ActiveGroupPolicy
 from offsetlake.cli import render
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
+from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.local.home import HOME_ENV, local_home
 from offsetlake.local.pipeline_run import run_pipeline
 from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import MappingTopic, PipelineSettings, SourceCluster
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
-from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
+from offsetlake_dev.simulate import DEFAULT_MAPPING_TOPIC, MirrorSettings, MirrorSimulator
 from offsetlake_dev.simulate.target_consumers import active_member, resume_group
 
 SOURCE_ALIAS = "primary"
@@ -53,7 +54,10 @@ PAYMENTS = "payments"
 ORDERS_PARTITIONS = 3
 PAYMENTS_PARTITIONS = 2
 PREEXISTING_TARGET_RECORDS = 5
-MAPPING_TOPIC = "_k2k-offset-mappings"
+MAPPING_TOPIC = DEFAULT_MAPPING_TOPIC
+"""K2K's documented default mapping topic (``offsetMapping.topic``)."""
+MAPPING_PARTITIONS = 6
+"""As K2K's sample configuration creates it: mappings are ordered across partitions by timestamp."""
 HISTORY_TOPIC_PARTITION = (f"{SOURCE_ALIAS}.{ORDERS}", 0)
 DEMO_HOME_MARKER = ".offsetlake-demo"
 EXIT_OK = 0
@@ -197,7 +201,9 @@ def _run_scenario(home: Path, clusters: ClusterPair, progress: Progress) -> int:
         source_bootstrap=source,
         target_bootstrap=target,
         mapping_topic=MAPPING_TOPIC,
+        mapping_partitions=MAPPING_PARTITIONS,
         mapped_topics=frozenset({PAYMENTS}),
+        traced_topics=frozenset({ORDERS, PAYMENTS}),
     )
     with MirrorSimulator(settings) as simulator:
         committed = _replicate(simulator, progress)
@@ -224,6 +230,7 @@ def _run_scenario(home: Path, clusters: ClusterPair, progress: Progress) -> int:
     verdicts = _verify_resumed_groups(target, simulator, committed, remote_topics)
     progress.block(_verdict_table(verdicts))
     untouched = _verify_untouched_groups(target, remote_topics, progress)
+    _show_methods(home, progress)
     _show_history(home, progress)
 
     re_reads = sum(verdict.re_reads for verdict in verdicts)
@@ -256,7 +263,8 @@ def _replicate(simulator: MirrorSimulator, progress: Progress) -> SourcePosition
     progress.step(
         f"topics: {ORDERS} ({ORDERS_PARTITIONS} partitions; the target copy already holds "
         f"{PREEXISTING_TARGET_RECORDS} records per partition), {PAYMENTS} ({PAYMENTS_PARTITIONS} partitions; "
-        f"K2K record mappings to {MAPPING_TOPIC})"
+        f"K2K record mappings to {MAPPING_TOPIC}); both carry K2K's record-tracing headers "
+        "(k2k_topic, k2k_partition, k2k_offset)"
     )
     partitions = [(ORDERS, p) for p in range(ORDERS_PARTITIONS)] + [
         (PAYMENTS, p) for p in range(PAYMENTS_PARTITIONS)
@@ -477,6 +485,21 @@ def _verify_untouched_groups(target: str, remote_topics: Sequence[str], progress
     return ok
 
 
+def _show_methods(home: Path, progress: Progress) -> None:
+    """Every method's current translation of one partition per topic, side by side: checkpoints and
+    offset syncs (MM2), record mappings and tracing headers (K2K)."""
+    query = (
+        "SELECT consumer_group, topic, `partition`, method, upstream_offset, downstream_offset "
+        f"FROM {LOCAL_SCHEMA}.offset_history WHERE valid_to IS NULL AND `partition` = 0 "
+        "ORDER BY consumer_group, topic, method"
+    )
+    progress.step(f'every method\'s current translation of partition 0: offsetlake sql "{query}"')
+    rows = get_local_spark(home).sql(query).collect()
+    progress.block(
+        render.table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])
+    )
+
+
 def _show_history(home: Path, progress: Progress) -> None:
     """One offset-history query: how the translations of one partition changed over the run."""
     topic, partition = HISTORY_TOPIC_PARTITION
@@ -515,7 +538,10 @@ def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> b
         target_bootstrap_servers=target,
         target_alias=TARGET_ALIAS,
         sources=(SourceCluster(SOURCE_ALIAS, source),),
-        mappings_topics=f"^{MAPPING_TOPIC}$",
+        mappings_topics=(MappingTopic(SOURCE_ALIAS, MAPPING_TOPIC),),
+        # MM2's default policy names the copies <alias>.<topic>; the simulated K2K writes its tracing
+        # headers on those same records.
+        k2k_tracing_routes=(TracingRoute(SOURCE_ALIAS, f"{SOURCE_ALIAS}.{TOPIC_PLACEHOLDER}"),),
     )
     progress.step("running the pipeline (spark-pipelines: bronze -> silver -> gold), usually 1-2 minutes")
 

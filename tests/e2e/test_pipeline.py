@@ -32,10 +32,11 @@ import pytest
 from offsetlake.codecs.connect import ConnectOffset, encode_connect_offset
 from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
+from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.local.home import HOME_ENV
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import MappingTopic, PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import ALL_TABLES
 from tests.fixture_records import load_fixture_records
 from tests.kafka_helpers import STREAMS_METADATA, ClustersUnderTest, commit_offsets, create_topic, produce
@@ -204,7 +205,11 @@ def scenario(
     produce(
         target_bootstrap,
         mappings_topic,
-        [encode_k2k_json_v1(OffsetMapping(orders, 0, 20, east_orders, 0, 16)), *_raw("k2k_mapping")],
+        [
+            encode_k2k_json_v1(OffsetMapping(orders, 0, 20, east_orders, 0, 16)),
+            encode_k2k_json_v1(OffsetMapping(orders, 0, 35, east_orders, 0, 30)),
+            *_raw("k2k_mapping"),
+        ],
     )
 
     # The source heads: 45 orders, 8 unsynced (east), 10 payments (west); one record per batch.
@@ -237,7 +242,9 @@ def scenario(
         sources=(SourceCluster("east", source_bootstrap), SourceCluster("west", target_bootstrap)),
         separator=policy.separator,
         groups_include=f".*-{token}",
-        mappings_topics=f"k2k-mappings-{token}",
+        mappings_topics=(MappingTopic("east", f"k2k-mappings-{token}"),),
+        # No target copy here carries K2K tracing headers: every lookup ends with its reason.
+        k2k_tracing_routes=(TracingRoute("east", f"east{policy.separator}{TOPIC_PLACEHOLDER}"),),
         connect_offsets_topics=f"connect-offsets-{token}",
         topics_include=f"(orders|unsynced|payments|k2k-mappings)-{token}",
     )
@@ -279,7 +286,7 @@ def test_bronze_keeps_every_record_with_coordinates_and_alias(scenario: Scenario
         load_fixture_records("offset_sync")
     )
     assert len([r for r in syncs if r["source_cluster"] == "west"]) == 2
-    assert len(scenario.tables["bronze_mappings"]) == 1 + len(load_fixture_records("k2k_mapping"))
+    assert len(scenario.tables["bronze_mappings"]) == 2 + len(load_fixture_records("k2k_mapping"))
     assert len(scenario.tables["bronze_connect_offsets"]) == 4 + len(load_fixture_records("connect_offset"))
 
 
@@ -332,16 +339,16 @@ def test_latest_offsets_follow_freshness_then_precedence(scenario: Scenario) -> 
     [exact] = _latest(scenario, "exact")
     assert (exact["topic"], exact["downstream_offset"], exact["method"]) == (east_orders, 16, "mapping")
     assert exact["methods_disagree"] is True
-    # U=25: no exact sync -> 20->16 plus one.
+    # U=25: no exact sync and no mapping of record 25 -> 20->16 plus one, by both methods.
     [between] = _latest(scenario, "between")
     assert (between["downstream_offset"], between["method"], between["methods_disagree"]) == (
         17,
-        "offset_sync",
+        "mapping",
         False,
     )
     # The checkpoint (U=10) is older than the snapshot (U=35): the fresher translation wins, no disagreement.
     [stale] = _latest(scenario, "stale")
-    assert (stale["upstream_offset"], stale["downstream_offset"], stale["method"]) == (35, 30, "offset_sync")
+    assert (stale["upstream_offset"], stale["downstream_offset"], stale["method"]) == (35, 30, "mapping")
     assert stale["methods_disagree"] is False
     # No sync at or below the committed offset: no row at all, never a guess.
     assert _latest(scenario, "unsynced") == []
@@ -352,6 +359,21 @@ def test_latest_offsets_follow_freshness_then_precedence(scenario: Scenario) -> 
         105,
     )
     assert all(row["valid_to"] is None for row in scenario.tables["latest_offsets"])
+
+
+def test_a_target_without_tracing_headers_is_a_reason_not_a_translation(scenario: Scenario) -> None:
+    lookups = [
+        row
+        for row in scenario.tables["k2k_tracing_lookups"]
+        if row["consumer_group"] == scenario.name("exact")
+    ]
+    assert lookups, "every new snapshot of a routed source is looked up"
+    for row in lookups:
+        assert row["downstream_offset"] is None and row["reason"], row
+    assert not [
+        row for row in scenario.tables["translation_observations"] if row["method"] == "k2k_tracing_headers"
+    ]
+    assert scenario.tables["k2k_mapping_conflicts"] == []
 
 
 def test_the_source_groups_commit_metadata_reaches_gold_unchanged(
@@ -488,6 +510,7 @@ def test_a_rerun_without_new_records_changes_nothing(scenario: Scenario) -> None
             "cluster_health",
             "source_log_offsets",
             "replication_progress_history",
+            "k2k_tracing_lookups",
         }:
             # A new snapshot and a new health check each update; the offsets themselves did not move.
             assert len(after[name]) == 2 * len(before), name
@@ -535,8 +558,11 @@ def test_an_incremental_run_reads_only_new_records_and_a_late_sync_shows_at_the_
     earlier = _between_rows(after, between)
     assert rows[2]["valid_from"] > earlier[1]["valid_from"], "from run 3's snapshot"
     assert [r["valid_from"] for r in rows[:2]] == [r["valid_from"] for r in earlier]
+    # The mapping topic's newest mapping at or below 40 is 35->30: 31 by the +1 rule, safe but less
+    # precise than the late sync's exact 36; precedence puts mapping first and flags the difference.
     [latest] = [r for r in late["latest_offsets"] if r["consumer_group"] == between]
-    assert (latest["downstream_offset"], latest["upstream_offset"]) == (36, 40)
+    assert (latest["downstream_offset"], latest["upstream_offset"], latest["method"]) == (31, 40, "mapping")
+    assert latest["methods_disagree"] is True
 
 
 def _between_rows(tables: dict[str, list[dict[str, Any]]], group: str) -> list[dict[str, Any]]:

@@ -16,6 +16,8 @@ import pytest
 
 from offsetlake.codecs.mappings import decode_k2k_json_v1
 from offsetlake.codecs.mm2 import decode_checkpoint, decode_offset_sync
+from offsetlake.k2k.tracing import TracingHeaderNames, traced_origin
+from offsetlake.kafka.tracing_reader import TracingRequest, translate_from_tracing_headers
 from offsetlake.mirror.translation import sync_pairs, translate
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 from offsetlake_dev.simulate.target_consumers import resume_group
@@ -50,6 +52,8 @@ def scenario(source_bootstrap: str, target_bootstrap: str) -> Iterator[Scenario]
         offset_lag_max=10,
         mapping_topic=f"k2k-mappings-{token}",
         mapped_topics=frozenset({topic}),
+        mapping_partitions=PARTITIONS,
+        traced_topics=frozenset({topic}),
     )
     with MirrorSimulator(settings) as simulator:
         remote = simulator.create_topic(topic, PARTITIONS, preexisting_target_records=PREEXISTING)
@@ -140,9 +144,9 @@ def test_checkpoints_on_the_target_translate_the_groups_position_once(
 
 def test_k2k_mappings_match_the_ground_truth(scenario: Scenario, target_bootstrap: str) -> None:
     settings = scenario.simulator.settings
-    mappings = [
-        decode_k2k_json_v1(r.key, r.value) for r in consume_all(target_bootstrap, settings.mapping_topic)
-    ]
+    by_partition = [consume_all(target_bootstrap, settings.mapping_topic, p) for p in range(PARTITIONS)]
+    assert all(by_partition), "mappings are spread over the mapping topic's partitions"
+    mappings = [decode_k2k_json_v1(r.key, r.value, r.headers) for records in by_partition for r in records]
     truth = scenario.simulator.ground_truth
     expected = [
         (
@@ -195,3 +199,51 @@ def test_a_consumer_resumed_at_the_checkpoint_never_skips_and_one_past_it_does(
         scenario.topic, 0, scenario.committed[(scenario.topic, 0)], owed.target_offset + 1, too_far
     )
     assert assessment.skipped == (owed.record_id,)
+
+
+def test_replicated_records_carry_k2ks_tracing_headers_and_preexisting_ones_none(
+    scenario: Scenario, target_bootstrap: str
+) -> None:
+    truth = scenario.simulator.ground_truth
+    names = TracingHeaderNames()
+    for partition in range(PARTITIONS):
+        on_target = consume_all(target_bootstrap, scenario.remote, partition)
+        assert [traced_origin(record.headers, names) for record in on_target[:PREEXISTING]] == [
+            None
+        ] * PREEXISTING
+        by_offset = {record.offset: record for record in on_target}
+        for replicated in truth.records(scenario.topic, partition):
+            headers = by_offset[replicated.target_offset].headers
+            assert traced_origin(headers, names) == (scenario.topic, partition, replicated.source_offset)
+            assert ("k2k_pipeline", b"offsetlake-simulator") in headers
+
+
+def test_the_tracing_headers_method_never_skips_and_re_reads_no_more_than_offset_syncs(
+    scenario: Scenario, target_bootstrap: str
+) -> None:
+    """Every committed position over the scenario's gaps (transaction markers, filtered records) and
+    pre-existing target data, judged against the ground truth."""
+    simulator, truth = scenario.simulator, scenario.simulator.ground_truth
+    requests = [
+        TracingRequest(scenario.remote, partition, scenario.topic, partition, upstream)
+        for partition in range(PARTITIONS)
+        for upstream in range(truth.records(scenario.topic, partition)[-1].source_offset + 3)
+    ]
+    results = translate_from_tracing_headers(
+        {"bootstrap.servers": target_bootstrap}, requests, TracingHeaderNames()
+    )
+    assert len(results) == len(requests)
+    for result in results:
+        request, translated = result.request, result.translation.downstream_offset
+        replicated = truth.records(scenario.topic, request.source_partition)
+        syncs = [sync for sync in simulator.offset_syncs if sync.partition == request.source_partition]
+        by_syncs = translate(sync_pairs(syncs), request.upstream_offset)
+        if request.upstream_offset < replicated[0].source_offset:
+            assert translated is None and result.translation.reason, result
+            continue
+        assert translated is not None, result
+        owed = truth.first_unprocessed(scenario.topic, request.source_partition, request.upstream_offset)
+        assert translated <= (owed.target_offset if owed else replicated[-1].target_offset + 1), "never skips"
+        assert by_syncs is not None and translated >= by_syncs, "no more re-reads than offset syncs"
+        if owed is not None and owed.source_offset == request.upstream_offset:
+            assert translated == owed.target_offset and result.translation.exact

@@ -38,6 +38,7 @@ from offsetlake.apply import audit
 from offsetlake.apply import job as apply_job
 from offsetlake.apply.arrow_store import ArrowGoldStore, fold_pending_audit
 from offsetlake.apply.job import ApplyRequest, ApplyStatus
+from offsetlake.apply.planner import TargetState
 from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
@@ -45,7 +46,12 @@ from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.secrets import SecretsProvider
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
-from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS, LATEST_OFFSETS, OFFSET_HISTORY
+from offsetlake.pipeline.tables import (
+    FAILOVER_DATA_LOSS,
+    K2K_MAPPING_CONFLICTS,
+    LATEST_OFFSETS,
+    OFFSET_HISTORY,
+)
 from offsetlake_dev.local_cluster import LOOPBACK
 from tests.kafka_helpers import (
     STREAMS_METADATA,
@@ -974,3 +980,104 @@ def test_a_selection_that_names_no_group_in_gold_is_not_an_empty_gold(
 
     assert applied.exit_code == 0, applied
     assert "no gold offsets match the selection; nothing to do" in applied.stdout
+
+
+def _write_conflicts(harness: ApplyHarness, group: str, topics: Sequence[str]) -> None:
+    """k2k_mapping_conflicts as the pipeline writes it: source record orders[0]@4 routed to ``topics``."""
+    rows = [
+        ("us-east", group, topic, 0, "orders", 0, 4, 4, sorted(topics), 4, minutes_ago(1)) for topic in topics
+    ]
+    harness._overwrite(K2K_MAPPING_CONFLICTS.name, rows, K2K_MAPPING_CONFLICTS.schema_ddl)
+
+
+@BOTH_STORES
+def test_a_translation_resting_on_a_record_k2k_routed_twice_is_refused_unless_ignored(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topics = [filled_topic(target_bootstrap, unique_name(name)) for name in ("east.orders", "copy.orders")]
+    group = unique_name("twice")
+    harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for topic in topics])
+    _write_conflicts(harness, group, topics)
+
+    refused = harness.run("apply")
+    assert refused.exit_code == 0, refused  # a skip is not a failure
+    assert all(position(target_bootstrap, group, topic) is None for topic in topics)
+    assert f"{group}: skip_duplicate_routing 2" in refused.stdout, refused.stdout
+    rows = harness.audit(f"run_id = '{refused.run_id}'")
+    assert {row["plan_action"] for row in rows} == {"skip_duplicate_routing"}
+    assert all("K2K mapped source record orders[0]@4 to 2 target topics" in row["reason"] for row in rows)
+
+    ignored = harness.run("apply", "--on-multiple-targets", "ignore")
+    assert ignored.exit_code == 0, ignored
+    assert [position(target_bootstrap, group, topic) for topic in topics] == [4, 4]
+
+
+K2K_GUARD = "k2k_v3:1732400000"
+
+
+def _commit_k2k_guard(target_bootstrap: str, group: str, topic: str) -> bool:
+    """Commit offset 2 with K2K's guard metadata, as its offset mapper does; whether the broker kept
+    the metadata (Tansu reads it back empty)."""
+    commit_offsets(target_bootstrap, group, {(topic, 0): 2}, metadata=K2K_GUARD)
+    admin = admin_client(target_bootstrap)  # referenced until the future is done
+    request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
+    listed = admin.list_consumer_group_offsets(request)[group].result(timeout=TIMEOUT_S)
+    return bool(listed.topic_partitions[0].metadata == K2K_GUARD)
+
+
+def test_a_group_k2ks_offset_mapper_manages_is_left_to_it(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = filled_topic(target_bootstrap, unique_name("orders"))
+    group = unique_name("k2k-managed")
+    if not _commit_k2k_guard(target_bootstrap, group, topic):
+        pytest.skip(
+            "the target read the commit metadata back empty (Tansu does); set "
+            "OFFSETLAKE_TEST_SOURCE_BOOTSTRAP and OFFSETLAKE_TEST_TARGET_BOOTSTRAP "
+            "to a real Kafka pair to run this"
+        )
+    harness.write_latest([Translation(group, topic, 6, minutes_ago(1))])
+
+    skipped = harness.run("apply")
+    assert skipped.exit_code == 0, skipped  # a skip is not a failure
+    assert position(target_bootstrap, group, topic) == 2
+    assert re.search(rf"^{group}: skip_k2k_guarded 1; .*--ignore-k2k-guard", skipped.stdout, re.MULTILINE)
+
+    overridden = harness.run("apply", "--ignore-k2k-guard")
+    assert overridden.exit_code == 0, overridden
+    assert position(target_bootstrap, group, topic) == 6
+
+
+@BOTH_STORES
+def test_the_k2k_guard_from_the_target_read_to_the_audit(
+    harness: ApplyHarness,
+    target_bootstrap: str,
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The guard's path through a run on any broker: where the broker drops commit metadata (Tansu),
+    the target read is given back what was committed (the test above covers the broker's part)."""
+    topics = [filled_topic(target_bootstrap, unique_name(name)) for name in ("orders", "payments")]
+    group = unique_name("k2k-managed")
+    kept = _commit_k2k_guard(target_bootstrap, group, topics[0])
+    read = apply_job.read_target_state
+
+    def with_the_guard(*args: Any, **kwargs: Any) -> TargetState:
+        state = read(*args, **kwargs)
+        described = state.groups[group]
+        committed = {**described.committed, (topics[0], 0): CommittedOffset(2, K2K_GUARD)}
+        return replace(state, groups={**state.groups, group: replace(described, committed=committed)})
+
+    if not kept:
+        monkeypatch.setattr(apply_job, "read_target_state", with_the_guard)
+    harness.write_latest([Translation(group, topic, 6, minutes_ago(1)) for topic in topics])
+
+    planned = harness.run("plan", "--k2k-guard-prefix", "k2k_v3")
+    assert planned.exit_code == 0, planned
+    rows = harness.audit(f"run_id = '{planned.run_id}'")
+    assert [row["plan_action"] for row in rows] == ["skip_k2k_guarded"] * 2  # the unguarded partition too
+    assert all(f"{topics[0]}-0 carries metadata '{K2K_GUARD}'" in row["reason"] for row in rows)
+
+    unchecked = harness.run("apply", "--k2k-guard-prefix=")
+    assert unchecked.exit_code == 0, unchecked
+    assert [position(target_bootstrap, group, topic) for topic in topics] == [6, 6]

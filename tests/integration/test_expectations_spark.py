@@ -107,6 +107,7 @@ CASES: dict[TableSpec, tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]
     SILVER_MAPPINGS: (
         [
             {
+                "source_cluster": "east",
                 "source_topic": "payments",
                 "source_partition": 1,
                 "source_offset": 10,
@@ -118,6 +119,7 @@ CASES: dict[TableSpec, tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]
             }
         ],
         {
+            "source_cluster_not_empty": _present("source_cluster"),
             "source_topic_not_empty": _present("source_topic"),
             "source_partition_non_negative": _non_negative("source_partition"),
             "source_offset_non_negative": _non_negative("source_offset"),

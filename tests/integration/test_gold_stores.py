@@ -33,6 +33,7 @@ from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
+    K2K_MAPPING_CONFLICTS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
     TableSpec,
@@ -117,6 +118,17 @@ def data_loss_rows() -> list[tuple[Any, ...]]:
     ]
 
 
+def conflict_rows() -> list[tuple[Any, ...]]:
+    """k2k_mapping_conflicts: one source record routed to two target topics, one row per routing."""
+    both = ["copy.orders", "east.orders"]
+    return [
+        ("east", "app", "east.orders", 0, "orders", 0, 41, 41, both, 141, at(1)),
+        ("east", "app", "copy.orders", 0, "orders", 0, 41, 41, both, 7, at(1)),
+        ("east", "billing", "east.orders", 3, "orders", 3, 9, 8, both, 20, at(2)),
+        ("west", "billing", "east.orders", 3, "orders", 3, 9, 7, both, 19, at(2)),  # a second source
+    ]
+
+
 def checkpoint_rows() -> list[tuple[Any, ...]]:
     rows = []
     for topic, partition, offsets in (
@@ -198,6 +210,7 @@ def test_both_stores_read_gold_alike(
     write(spark, schema, CLUSTER_HEALTH, health_rows())
     write(spark, schema, FAILOVER_DATA_LOSS, data_loss_rows())
     write(spark, schema, BRONZE_CHECKPOINTS, checkpoint_rows())
+    write(spark, schema, K2K_MAPPING_CONFLICTS, conflict_rows())
     stored = pq.read_schema(next((arrow_store.schema_dir / LATEST_OFFSETS.name).glob("part-*.parquet")))
     expected_type = "timestamp[ns]" if timestamps == "INT96" else "timestamp[us, tz=UTC]"
     assert str(stored.field("source_timestamp").type) == expected_type
@@ -205,6 +218,20 @@ def test_both_stores_read_gold_alike(
     for selection in SELECTIONS:
         assert_same_offsets(spark_store.latest_offsets(selection), arrow_store.latest_offsets(selection))
         assert arrow_store.failover_data_loss(selection) == spark_store.failover_data_loss(selection)
+        assert arrow_store.mapping_conflicts(selection) == spark_store.mapping_conflicts(selection)
+    conflicts = arrow_store.mapping_conflicts()
+    assert set(conflicts) == {
+        ("app", "east.orders", 0),
+        ("app", "copy.orders", 0),
+        ("billing", "east.orders", 3),
+    }
+    assert conflicts[("billing", "east.orders", 3)] == (
+        "K2K mapped source record orders[3]@7 to 2 target topics (copy.orders, east.orders); "
+        "K2K mapped source record orders[3]@8 to 2 target topics (copy.orders, east.orders)"
+    )
+    assert conflicts[("app", "copy.orders", 0)] == (
+        "K2K mapped source record orders[0]@41 to 2 target topics (copy.orders, east.orders)"
+    )
     latest = arrow_store.latest_offsets()
     assert len(latest) == len(latest_rows())
     upstream = {(o.source_cluster, o.key): o.upstream_offset for o in latest}
@@ -253,6 +280,7 @@ def test_a_schema_the_pipeline_never_wrote_reads_as_empty_in_both(
         assert store.failover_data_loss(Selection()) == []
         assert store.last_applied() == {}
         assert store.checkpoint_positions() == {}
+        assert store.mapping_conflicts() == {}
 
 
 def test_bad_gold_is_the_same_clear_error_in_both(

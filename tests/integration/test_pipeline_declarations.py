@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 import pyspark
 import pytest
 
+from offsetlake.k2k.routing import TracingRoute
 from offsetlake.local.pipeline_run import TRANSFORMATIONS_DIR
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import MappingTopic, PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import (
     ALL_TABLES,
     APPLY_CLUSTER_KEY,
@@ -121,7 +122,8 @@ def _settings(**overrides: Any) -> PipelineSettings:
     return PipelineSettings(
         target_bootstrap_servers="target:9092",
         sources=(SourceCluster("east", "east:9092"),),
-        mappings_topics="k2k-.*",
+        mappings_topics=(MappingTopic("east"),),
+        k2k_tracing_routes=(TracingRoute("east", "{topic}"),),
         **overrides,
     )
 
@@ -164,6 +166,7 @@ def test_every_stored_dataset_is_a_documented_table(
         stored = {name: args for name, (kind, args) in engine.datasets.items() if kind != "temporary_view"}
         assert set(stored) <= set(specs)
         assert {"decoded_checkpoints", "decoded_offset_syncs", "decoded_mappings"} <= set(stored)
+        assert {"k2k_mapping_conflicts", "k2k_tracing_lookups"} <= set(stored)
         assert "decoded_connect_offsets" in stored
         for name, arguments in stored.items():
             assert (arguments["comment"], arguments["schema"]) == (

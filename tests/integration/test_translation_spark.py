@@ -10,6 +10,7 @@ into ONE DataFrame, so an example costs one Spark job.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
@@ -108,26 +109,127 @@ def test_spark_translation_equals_the_oracle_and_never_skips(
                 assert _never_skips(case, offset, actual), (case, offset, actual)
 
 
-def test_record_mappings_translate_exactly_and_the_latest_mapping_wins(spark: SparkSession) -> None:
-    mappings = spark.createDataFrame(
-        [
-            ("orders", 0, 41, "us.orders", 0, 40, 0),
-            ("orders", 0, 41, "us.orders", 0, 90, 5),  # re-replicated later
-            ("orders", 0, 42, "us.orders", 0, 91, 6),
-            ("orders", 1, 41, "us.orders", 1, 7, 7),
-        ],
-        "source_topic STRING, source_partition INT, source_offset BIGINT, target_topic STRING, "
-        "target_partition INT, target_offset BIGINT, mapping_order BIGINT",
+_MAPPING_SCHEMA = (
+    "source_cluster STRING, source_topic STRING, source_partition INT, source_offset BIGINT, "
+    "target_topic STRING, target_partition INT, target_offset BIGINT, mapping_timestamp TIMESTAMP, "
+    "kafka_topic STRING, kafka_partition INT, kafka_offset BIGINT"
+)
+_COMMITTED_SCHEMA = (
+    "source_cluster STRING, consumer_group STRING, topic STRING, partition INT, committed_offset BIGINT"
+)
+_CARRY = ("source_cluster", "consumer_group", "topic", "partition", "committed_offset")
+
+
+def _at(seconds: int) -> datetime:
+    return datetime(2026, 11, 24, tzinfo=UTC) + timedelta(seconds=seconds)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(replications(), min_size=1, max_size=4))
+def test_mappings_follow_the_offset_sync_rule_and_never_skip(
+    spark: SparkSession, cases: list[Replication]
+) -> None:
+    """Largest mapped source offset <= U (+1 when not exact), the latest mapping of a record by
+    timestamp: a re-mapping is written to another mapping-topic partition at a LOWER Kafka offset,
+    so ordering by Kafka offset alone would pick the stale one."""
+    mappings = []
+    for partition, case in enumerate(cases):
+        for order, (upstream, downstream) in enumerate(case.syncs):
+            remapped = order >= len(case.syncs) - 1 and case.re_synced
+            mapping_partition, kafka_offset = (1, 0) if remapped else (0, 1000 + order)
+            mappings.append(
+                (
+                    "src",
+                    "t",
+                    partition,
+                    upstream,
+                    "src.t",
+                    partition,
+                    downstream,
+                    _at(order),
+                    "__k2k_offset_mappings",
+                    mapping_partition,
+                    kafka_offset,
+                )
+            )
+    committed = [
+        ("src", f"g{index}", "t", partition, offset)
+        for partition, case in enumerate(cases)
+        for index, offset in enumerate(case.committed)
+    ]
+    rows = translate_with_mappings(
+        spark.createDataFrame(committed, _COMMITTED_SCHEMA),
+        spark.createDataFrame(mappings, _MAPPING_SCHEMA),
+        _CARRY,
+    ).collect()
+    by_lookup = {(row["partition"], row["consumer_group"]): row["downstream_offset"] for row in rows}
+    assert len(by_lookup) == len(rows), "one row per committed offset and routing"
+    for partition, case in enumerate(cases):
+        for index, offset in enumerate(case.committed):
+            actual = by_lookup.get((partition, f"g{index}"))
+            assert actual == translate(case.syncs, offset), (case, offset)
+            if actual is not None and not case.re_synced:
+                assert _never_skips(case, offset, actual), (case, offset, actual)
+
+
+def test_one_record_routed_to_two_target_topics_stays_two_translations_and_says_so(
+    spark: SparkSession,
+) -> None:
+    mappings = [
+        ("east", "orders", 0, 40, "east.orders", 0, 140, _at(0), "__k2k_offset_mappings", 0, 0),
+        ("east", "orders", 0, 41, "east.orders", 0, 141, _at(1), "__k2k_offset_mappings", 0, 1),
+        ("east", "orders", 0, 41, "copy.orders", 0, 7, _at(1), "__k2k_offset_mappings", 3, 0),
+        ("east", "orders", 1, 5, "east.orders", 1, 9, _at(1), "__k2k_offset_mappings", 1, 0),
+    ]
+    committed = [
+        ("east", "app", "orders", 0, 41),
+        ("east", "app", "orders", 1, 6),
+        ("east", "late", "orders", 0, 44),
+    ]
+    rows = translate_with_mappings(
+        spark.createDataFrame(committed, _COMMITTED_SCHEMA),
+        spark.createDataFrame(mappings, _MAPPING_SCHEMA),
+        _CARRY,
+    ).collect()
+    found = sorted(
+        (
+            r["consumer_group"],
+            r["partition"],
+            r["downstream_topic"],
+            r["downstream_offset"],
+            tuple(r["routed_to"]),
+        )
+        for r in rows
     )
-    committed = spark.createDataFrame(
-        [("a", "orders", 0, 41), ("b", "orders", 0, 43), ("c", "orders", 1, 41)],
-        "consumer_group STRING, topic STRING, partition INT, committed_offset BIGINT",
-    )
-    rows = translate_with_mappings(committed, mappings).collect()
-    assert sorted((r["consumer_group"], r["downstream_topic"], r["downstream_offset"]) for r in rows) == [
-        ("a", "us.orders", 90),
-        ("c", "us.orders", 7),
-    ]  # b: record 43 has no mapping (not replicated yet): no guess
+    assert found == [
+        ("app", 0, "copy.orders", 7, ("copy.orders", "east.orders")),
+        ("app", 0, "east.orders", 141, ("copy.orders", "east.orders")),
+        ("app", 1, "east.orders", 10, ("east.orders",)),  # 6 is past the last mapping (5): +1
+        ("late", 0, "copy.orders", 8, ("copy.orders", "east.orders")),  # caught up: +1, per routing
+        ("late", 0, "east.orders", 142, ("copy.orders", "east.orders")),
+    ]
+
+
+def test_mappings_of_one_source_cluster_never_translate_another_clusters_groups(spark: SparkSession) -> None:
+    """Two sources share the topic name orders; each mapping topic is bound to its own alias."""
+    mappings = [
+        ("east", "orders", 0, 10, "east.orders", 0, 100, _at(0), "east-maps", 0, 0),
+        ("west", "orders", 0, 10, "west.orders", 0, 500, _at(0), "west-maps", 0, 0),
+    ]
+    committed = [
+        ("east", "app", "orders", 0, 10),
+        ("west", "app", "orders", 0, 10),
+        ("north", "app", "orders", 0, 10),
+    ]
+    rows = translate_with_mappings(
+        spark.createDataFrame(committed, _COMMITTED_SCHEMA),
+        spark.createDataFrame(mappings, _MAPPING_SCHEMA),
+        _CARRY,
+    ).collect()
+    assert sorted((r["source_cluster"], r["downstream_topic"], r["downstream_offset"]) for r in rows) == [
+        ("east", "east.orders", 100),
+        ("west", "west.orders", 500),
+    ]
 
 
 @pytest.mark.parametrize(

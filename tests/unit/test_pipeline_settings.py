@@ -5,10 +5,15 @@ from __future__ import annotations
 import pytest
 
 from offsetlake.errors import InvalidValueError
+from offsetlake.k2k.routing import TracingRoute
+from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.pipeline.settings import (
+    K2K_TRACING_TOPICS,
+    MAPPINGS_TOPICS,
     METHOD_PRECEDENCE,
     SOURCES,
     TARGET_BOOTSTRAP,
+    MappingTopic,
     PipelineSettings,
     SourceCluster,
     parse_sources,
@@ -23,8 +28,9 @@ def test_defaults_match_the_documented_contract() -> None:
         ".",
         "source",
     )
-    assert settings.method_precedence == ("mapping", "offset_sync", "checkpoint")
-    assert (settings.kafka_reader, settings.mappings_topics, settings.secret_scope) == ("offsetlake", "", "")
+    assert settings.method_precedence == ("mapping", "k2k_tracing_headers", "offset_sync", "checkpoint")
+    assert (settings.kafka_reader, settings.mappings_topics, settings.secret_scope) == ("offsetlake", (), "")
+    assert settings.k2k_tracing_routes == ()
     assert settings.groups_exclude == "console-consumer-.*|connect-.*|__.*"
 
 
@@ -35,8 +41,10 @@ def test_settings_survive_a_round_trip_through_the_pipeline_configuration() -> N
         sources=(SourceCluster("east", "e1:9092,e2:9092"), SourceCluster("north", "n:9092")),
         separator="__",
         offset_syncs_location="target",
-        mappings_topics="k2k-.*",
-        method_precedence=("checkpoint", "offset_sync", "mapping"),
+        mappings_topics=(MappingTopic("east"), MappingTopic("north", "north-maps")),
+        k2k_tracing_routes=(TracingRoute("east", "eu.{topic}.copy"),),
+        k2k_tracing_headers=TracingHeaderNames(offset="src.offset"),
+        method_precedence=("checkpoint", "offset_sync", "mapping", "k2k_tracing_headers"),
     )
     assert PipelineSettings.from_mapping(settings.to_conf()) == settings
 
@@ -57,9 +65,24 @@ def test_several_brokers_of_one_source_are_separated_by_semicolons() -> None:
         ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1,east=b:1"}, "twice"),
         ({TARGET_BOOTSTRAP: "t:1", SOURCES: "e.ast=a:1"}, "alias"),
         (
-            {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", METHOD_PRECEDENCE: "mapping,checkpoint"},
-            "exactly once",
+            {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", METHOD_PRECEDENCE: "mapping,mapping"},
+            "at most once",
         ),
+        (
+            {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", METHOD_PRECEDENCE: "mapping,guess"},
+            "at most once",
+        ),
+        (
+            {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", MAPPINGS_TOPICS: "west"},
+            "not in offsetlake.sources",
+        ),
+        (
+            {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1,west=b:1", MAPPINGS_TOPICS: "east=m,west=m"},
+            "more than one source alias",
+        ),
+        ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", MAPPINGS_TOPICS: "east="}, "alias\\[=topic\\]"),
+        ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", K2K_TRACING_TOPICS: "east"}, "template"),
+        ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", K2K_TRACING_TOPICS: "west={topic}"}, "west"),
         ({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", "offsetlake.groups.include": "("}, "regex"),
         (
             {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", "offsetlake.mappings.format": "avro"},
@@ -108,3 +131,30 @@ def test_the_bundle_sets_every_key_to_its_variable_whose_default_is_the_settings
             assert str(variables[variable[1]]["default"]) == defaults_conf[key], key
             checked.append(key)
     assert "offsetlake.groups.exclude" in checked and len(checked) >= 8, checked
+
+
+def test_a_mapping_topic_is_bound_to_its_source_and_defaults_to_k2ks_topic_name() -> None:
+    settings = PipelineSettings.from_mapping(
+        {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1,west=b:1", MAPPINGS_TOPICS: "east, west=west-maps"}
+    )
+    assert settings.mapping_topic_sources == {"__k2k_offset_mappings": "east", "west-maps": "west"}
+
+
+def test_a_precedence_written_before_a_method_existed_keeps_its_order_and_gains_the_rest() -> None:
+    settings = PipelineSettings.from_mapping(
+        {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1", METHOD_PRECEDENCE: "checkpoint,offset_sync,mapping"}
+    )
+    assert settings.method_precedence == ("checkpoint", "offset_sync", "mapping", "k2k_tracing_headers")
+
+
+def test_a_tracing_route_names_the_target_topic_of_each_source_topic() -> None:
+    settings = PipelineSettings.from_mapping(
+        {
+            TARGET_BOOTSTRAP: "t:1",
+            SOURCES: "east=a:1,west=b:1",
+            K2K_TRACING_TOPICS: "east={topic},west=eu.{topic}.copy",
+        }
+    )
+    east, west = settings.k2k_tracing_routes
+    assert (east.target_topic("orders"), west.target_topic("orders")) == ("orders", "eu.orders.copy")
+    assert TracingRoute("east", "all-orders").target_topic("orders") == "all-orders"

@@ -17,6 +17,7 @@ from offsetlake.apply.planner import (
     GoldOffset,
     Guards,
     LogBounds,
+    MultipleTargetsPolicy,
     NameBounds,
     PlanError,
     PlanRow,
@@ -411,7 +412,10 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
             if draw(st.booleans()):
                 # Positions near the translation: the interesting cases are one record either side.
                 position = max(0, translated + draw(st.integers(-2, 2)))
-                committed[(group, "orders", partition)] = CommittedOffset(position)
+                # Sometimes K2K's offset mapper guards the group through this partition's commit.
+                metadata = draw(st.sampled_from(["", "", "k2k_v1"]))
+                committed[(group, "orders", partition)] = CommittedOffset(position, metadata)
+    keys = {offset.key for offset in offsets}
     state = TargetState(
         groups={
             group: TargetGroup(
@@ -430,6 +434,10 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
         allow_rewind=draw(st.booleans()),
         keep_alive_after=draw(st.sampled_from([None, timedelta(days=1)])),
         last_committed_at={key: NOW - timedelta(hours=draw(st.integers(0, 48))) for key in committed},
+        k2k_guard_prefix=draw(st.sampled_from(["", "k2k_"])),
+        ignore_k2k_guard=draw(st.booleans()),
+        mapping_conflicts={key: "routed twice" for key in draw(st.sets(st.sampled_from(sorted(keys))))},
+        on_multiple_targets=draw(st.sampled_from(MultipleTargetsPolicy)),
     )
     return offsets, state, guards
 
@@ -449,6 +457,11 @@ def test_plan_invariants(scenario: tuple[list[GoldOffset], TargetState, Guards])
         assert state.groups[row.consumer_group].state in {"Empty", "Dead", "NotFound"}
         assert state.groups[row.consumer_group].members == 0
         assert row.partition < state.partition_counts[row.topic]
+        if guards.k2k_guard_prefix and not guards.ignore_k2k_guard:
+            group = state.groups[row.consumer_group]
+            assert not any(c.metadata.startswith(guards.k2k_guard_prefix) for c in group.committed.values())
+        if guards.on_multiple_targets is MultipleTargetsPolicy.FAIL:
+            assert row.key not in guards.mapping_conflicts
         if row.action is Action.REFRESH_RETENTION:  # same offset again, only when it is due
             assert row.planned_offset == row.current_offset
             assert guards.keep_alive_after is not None
@@ -482,11 +495,12 @@ def test_bad_max_age_is_a_usage_error(text: str) -> None:
         parse_duration(text)
 
 
-def test_method_precedence_lists_every_method_once() -> None:
-    expected = ("checkpoint", "offset_sync", "mapping")
+def test_method_precedence_lists_methods_at_most_once_and_the_rest_follow() -> None:
+    expected = ("checkpoint", "offset_sync", "mapping", "k2k_tracing_headers")
     assert parse_method_precedence("checkpoint, offset_sync,mapping") == expected
-    for bad in ("checkpoint,offset_sync", "mapping,mapping,checkpoint", "mapping,offset_sync,checkpoint,x"):
-        with pytest.raises(argparse.ArgumentTypeError, match="exactly once"):
+    assert parse_method_precedence("k2k_tracing_headers")[0] == "k2k_tracing_headers"
+    for bad in ("mapping,mapping,checkpoint", "mapping,offset_sync,checkpoint,x"):
+        with pytest.raises(argparse.ArgumentTypeError, match="at most once"):
             parse_method_precedence(bad)
 
 

@@ -25,14 +25,25 @@ def test_the_selection_names_latest_offsets_its_inputs_and_the_health_rows_only(
         selected
     )
     assert not {OFFSET_HISTORY.name, FAILOVER_DATA_LOSS.name, REPLICATION_PROGRESS.name} & set(selected)
-    assert not any("mapping" in name or "connect" in name for name in selected)
+    assert not any("mapping" in name or "connect" in name or "k2k" in name for name in selected)
     assert set(selected) <= {table.name for table in ALL_TABLES}
     assert len(set(selected)) == len(selected)
 
 
 def test_mapping_tables_are_selected_only_when_the_graph_declares_them() -> None:
-    with_mappings = failover_refresh_selection(
-        settings(**{"offsetlake.mappings.topics": "__k2k_offset_mappings"})
-    )
+    with_mappings = failover_refresh_selection(settings(**{"offsetlake.mappings.topics": "primary"}))
     added = set(with_mappings) - set(failover_refresh_selection(settings()))
-    assert added == {"bronze_mappings", "decoded_mappings", "silver_mappings"}
+    assert added == {
+        "bronze_mappings",
+        "decoded_mappings",
+        "silver_mappings",
+        "latest_group_offsets",
+        "k2k_mapping_conflicts",
+    }
+
+
+def test_tracing_lookups_are_selected_only_when_a_k2k_route_is_configured() -> None:
+    with_tracing = failover_refresh_selection(
+        settings(**{"offsetlake.k2k.tracing.topics": "primary={topic}"})
+    )
+    assert set(with_tracing) - set(failover_refresh_selection(settings())) == {"k2k_tracing_lookups"}

@@ -46,11 +46,13 @@ import pyarrow.parquet as pq
 from offsetlake.apply import audit
 from offsetlake.apply.audit import AUDIT_COLUMNS, AUDIT_TABLE, LastApplied, Mode, Stage
 from offsetlake.apply.gold import (
+    MAPPING_CONFLICT_COLUMNS,
     UPSTREAM,
     ClusterHealth,
     GoldTableError,
     GroupDataLoss,
     from_micros,
+    mapping_conflicts_by_key,
     null_row_error,
     selection_bounds,
     table_name,
@@ -64,6 +66,7 @@ from offsetlake.pipeline.tables import (
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
     GROUP_PARTITION_KEY,
+    K2K_MAPPING_CONFLICTS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
 )
@@ -278,6 +281,14 @@ class ArrowGoldStore:
                 strict=True,
             )
         }
+
+    def mapping_conflicts(self, selection: Selection | None = None) -> dict[GroupPartition, str]:
+        name, dataset = self._table(K2K_MAPPING_CONFLICTS.name)
+        if dataset is None:  # no K2K mappings configured: the pipeline never created the table
+            return {}
+        table = _read(dataset, name, MAPPING_CONFLICT_COLUMNS, _narrowing(selection))
+        rows = zip(*(table[column].to_pylist() for column in MAPPING_CONFLICT_COLUMNS), strict=True)
+        return mapping_conflicts_by_key(rows, selection)
 
     def _table(self, table: str) -> tuple[str, ds.Dataset | None]:
         """The table's name (as Spark names it, for messages) and its files; None when it has none."""

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Collection, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 from offsetlake.apply.planner import GoldOffset, NameBounds, Selection
 from offsetlake.errors import ExternalError
+from offsetlake.mirror.positions import GroupPartition
 from offsetlake.pipeline.precedence import METHODS, choose_translation
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
+    K2K_MAPPING_CONFLICTS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
 )
@@ -280,6 +283,46 @@ def read_failover_data_loss(
         for row in rows
         if selection.selects_group(row["consumer_group"])
     ]
+
+
+MAPPING_CONFLICT_COLUMNS: Final = (
+    "consumer_group",
+    "topic",
+    "partition",
+    "upstream_topic",
+    "upstream_partition",
+    "mapped_source_offset",
+    "target_topics",
+)
+
+
+def mapping_conflicts_by_key(
+    rows: Iterable[Sequence[Any]], selection: Selection | None
+) -> dict[GroupPartition, str]:
+    """k2k_mapping_conflicts rows (MAPPING_CONFLICT_COLUMNS, in order) as the planner takes them: the
+    selected group-partitions, each with what an operator reads about it. Both gold stores fold
+    their rows here, so they say the same; several rows of one key (two source clusters) are
+    joined in sorted order, whatever order storage returned them in."""
+    reasons: dict[GroupPartition, set[str]] = defaultdict(set)
+    for group, topic, partition, upstream_topic, upstream_partition, mapped, targets in rows:
+        if selection is None or selection.selects(group, topic):
+            reasons[(group, topic, partition)].add(
+                f"K2K mapped source record {upstream_topic}[{upstream_partition}]@{mapped} to "
+                f"{len(targets)} target topics ({', '.join(targets)})"
+            )
+    return {key: "; ".join(sorted(texts)) for key, texts in reasons.items()}
+
+
+def read_mapping_conflicts(
+    spark: SparkSession, schema: str, catalog: str | None, selection: Selection | None
+) -> dict[GroupPartition, str]:
+    """k2k_mapping_conflicts by group-partition, with the reason; empty when the table is absent
+    (no K2K mappings configured): one catalog lookup, no scan."""
+    name = table_name(K2K_MAPPING_CONFLICTS.name, schema, catalog)
+    if not _exists(spark, name):
+        return {}
+    rows = narrowed(spark.table(name), selection).select(*MAPPING_CONFLICT_COLUMNS).collect()
+    return mapping_conflicts_by_key((tuple(row) for row in rows), selection)
 
 
 def to_micros(moment: datetime) -> int:

@@ -40,10 +40,12 @@ from offsetlake.apply import audit, gold
 from offsetlake.apply.catch_up import CatchUp, catch_up
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.planner import (
+    K2K_GUARD_PREFIX,
     Action,
     ActiveGroupPolicy,
     GoldOffset,
     Guards,
+    MultipleTargetsPolicy,
     PlanRow,
     Selection,
     TargetState,
@@ -134,6 +136,12 @@ class ApplyRequest:
     checkpoint_tail: ReplicationPolicy | None = None
     """Also read the target's checkpoint records gold has not ingested yet (the topics this MM2
     policy names) and plan from gold plus them (offsetlake.apply.catch_up); not with ``as_of``."""
+    k2k_guard_prefix: str = K2K_GUARD_PREFIX
+    """Skip target groups whose commit metadata starts with this (K2K's offset mapper's); empty: off."""
+    ignore_k2k_guard: bool = False
+    """Apply to those groups anyway (their plan rows say so)."""
+    on_multiple_targets: MultipleTargetsPolicy = MultipleTargetsPolicy.FAIL
+    """What to do with translations resting on a source record K2K mapped to several target topics."""
 
 
 @dataclass(frozen=True)
@@ -376,7 +384,8 @@ def _plan_and_audit(
     target: TargetState,
     keep_alive_after: timedelta | None,
 ) -> ApplyResult:
-    """The plan, under the guards the request and the audit's memory set, recorded before any alter."""
+    """The plan, under the guards the request, the audit's memory and gold's K2K mapping conflicts
+    set (a table absent without K2K mappings: cheap to find empty), recorded before any alter."""
     request = run.request
     applied_before = run.store.last_applied(request.selection)
     guards = Guards(
@@ -387,6 +396,10 @@ def _plan_and_audit(
         last_applied={key: last.source_timestamp for key, last in applied_before.items()},
         keep_alive_after=keep_alive_after,
         last_committed_at={key: last.committed_at for key, last in applied_before.items()},
+        k2k_guard_prefix=request.k2k_guard_prefix,
+        ignore_k2k_guard=request.ignore_k2k_guard,
+        mapping_conflicts=run.store.mapping_conflicts(request.selection),
+        on_multiple_targets=request.on_multiple_targets,
     )
     plan = _marked_pending(tuple(build_plan(offsets, target, guards)), offsets)
     _append_audit(run, audit.plan_records(plan, run.info))

@@ -37,6 +37,8 @@ class Action(StrEnum):
     SKIP_STALE = "skip_stale"
     SKIP_CONFLICT = "skip_conflict"
     SKIP_INVALID = "skip_invalid"
+    SKIP_K2K_GUARDED = "skip_k2k_guarded"
+    SKIP_DUPLICATE_ROUTING = "skip_duplicate_routing"
     REFRESH_RETENTION = "refresh_retention"
 
     @property
@@ -53,6 +55,20 @@ _ALTERING = frozenset(
 class ActiveGroupPolicy(StrEnum):
     FAIL = "fail"
     SKIP = "skip"
+
+
+class MultipleTargetsPolicy(StrEnum):
+    """K2K's ``errorHandling.onMultipleTargetCommittedOffsets``, for translations resting on a source
+    record K2K mapped to several target topics: ``fail`` refuses the group-partition, ``ignore``
+    applies each routing."""
+
+    FAIL = "fail"
+    IGNORE = "ignore"
+
+
+K2K_GUARD_PREFIX = "k2k_"
+"""K2K's offset mapper keeps a version guard in each target group's commit metadata, prefixed so
+by default (``groups.offsetGuardPrefix``, feature ``applyMappingsGuard``)."""
 
 
 class PlanError(UsageError, ValueError):
@@ -200,6 +216,15 @@ class Guards:
     # it in a group nobody consumes from yet. None: never.
     keep_alive_after: timedelta | None = None
     last_committed_at: Mapping[GroupPartition, datetime] = field(default_factory=dict)
+    # A target group whose commit metadata starts with this belongs to K2K's offset mapper: both
+    # tools writing one group overwrite each other, so it is skipped unless ignore_k2k_guard (the
+    # reason then says so). Empty: not checked.
+    k2k_guard_prefix: str = K2K_GUARD_PREFIX
+    ignore_k2k_guard: bool = False
+    # Group-partitions whose mapping translation rests on a source record mapped to several target
+    # topics (gold k2k_mapping_conflicts), with the reason, and what to do with them.
+    mapping_conflicts: Mapping[GroupPartition, str] = field(default_factory=dict)
+    on_multiple_targets: MultipleTargetsPolicy = MultipleTargetsPolicy.FAIL
 
 
 @dataclass(frozen=True)
@@ -291,8 +316,27 @@ def build_plan(offsets: Sequence[GoldOffset], target: TargetState, guards: Guard
             by_key[(offset.consumer_group, offset.topic, offset.partition)].append(offset)
         else:
             invalid.append(_invalid_row(offset, reason))
-    rows = [_plan_partition(key, by_key[key], target, guards) for key in sorted(by_key)]
+    guarded = k2k_guarded_groups(target, guards.k2k_guard_prefix)
+    rows = [_plan_partition(key, by_key[key], target, guards, guarded) for key in sorted(by_key)]
     return sorted(invalid, key=lambda row: row.key) + rows
+
+
+def k2k_guarded_groups(target: TargetState, prefix: str) -> dict[str, str]:
+    """Target groups K2K's offset mapper manages (a commit's metadata starts with ``prefix``), with
+    the evidence: the whole group is left to K2K, not only the partitions carrying the guard."""
+    if not prefix:
+        return {}
+    guarded: dict[str, str] = {}
+    for name, group in target.groups.items():
+        marked = [key for key, committed in group.committed.items() if committed.metadata.startswith(prefix)]
+        if marked:
+            topic, partition = min(marked)  # the same partition named on every run
+            metadata = group.committed[(topic, partition)].metadata
+            guarded[name] = (
+                f"its commit on {topic}-{partition} carries metadata {metadata[:40]!r} "
+                f"with K2K's guard prefix {prefix!r}"
+            )
+    return guarded
 
 
 def invalid_reason(offset: GoldOffset) -> str | None:
@@ -333,7 +377,11 @@ def refused_by_active_policy(plan: Sequence[PlanRow], guards: Guards) -> list[st
 
 
 def _plan_partition(
-    key: GroupPartition, candidates: list[GoldOffset], target: TargetState, guards: Guards
+    key: GroupPartition,
+    candidates: list[GoldOffset],
+    target: TargetState,
+    guards: Guards,
+    guarded: Mapping[str, str],
 ) -> PlanRow:
     group, topic, partition = key
     described = target.group(group)
@@ -398,6 +446,20 @@ def _plan_partition(
             if members
             else f"{described.type} group is {state} on the target (has active members)",
         )
+    k2k_evidence = guarded.get(group)
+    if k2k_evidence is not None and not guards.ignore_k2k_guard:
+        return row(
+            Action.SKIP_K2K_GUARDED,
+            f"K2K's offset mapper manages this group: {k2k_evidence} "
+            f"(pass {Flag.IGNORE_K2K_GUARD} to apply anyway)",
+        )
+    conflict = guards.mapping_conflicts.get(key)
+    if conflict is not None and guards.on_multiple_targets is MultipleTargetsPolicy.FAIL:
+        return row(
+            Action.SKIP_DUPLICATE_ROUTING,
+            f"{conflict}: which one the group reads is ambiguous "
+            f"(pass {Flag.ON_MULTIPLE_TARGETS} {MultipleTargetsPolicy.IGNORE} to apply each routing)",
+        )
     bounds = target.log_bounds.get((topic, partition))
     if bounds is None:
         raise PlanError(f"no log bounds read for {topic}-{partition}")
@@ -426,6 +488,10 @@ def _plan_partition(
         return row(Action.NOOP, f"already at {planned}", planned)
     if current is None:
         reason += "; the group has no committed offset here yet"
+    if conflict is not None:
+        reason += f"; {conflict} ({Flag.ON_MULTIPLE_TARGETS} {MultipleTargetsPolicy.IGNORE})"
+    if k2k_evidence is not None:
+        reason += f"; K2K's offset mapper manages this group, {k2k_evidence} ({Flag.IGNORE_K2K_GUARD})"
     return row(action, reason, planned)
 
 

@@ -25,6 +25,9 @@ class Flag(StrEnum):
     MAX_AGE = "--max-age"
     ALLOW_REWIND = "--allow-rewind"
     ACTIVE_GROUP_POLICY = "--active-group-policy"
+    IGNORE_K2K_GUARD = "--ignore-k2k-guard"
+    K2K_GUARD_PREFIX = "--k2k-guard-prefix"
+    ON_MULTIPLE_TARGETS = "--on-multiple-targets"
 
 
 @dataclass(frozen=True)

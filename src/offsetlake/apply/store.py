@@ -81,6 +81,11 @@ class GoldStore(Protocol):
         highest one ingested: gold's high-water mark on the target's checkpoint topics."""
         ...
 
+    def mapping_conflicts(self, selection: Selection | None = None) -> dict[GroupPartition, str]:
+        """Per group-partition in ``k2k_mapping_conflicts``, why its mapping translation is ambiguous
+        (a source record K2K mapped to several target topics); empty without K2K mappings."""
+        ...
+
 
 class SparkGoldStore:
     """A GoldStore on a Spark session: offsetlake.apply.gold and offsetlake.apply.audit's queries."""
@@ -125,3 +130,6 @@ class SparkGoldStore:
 
     def checkpoint_positions(self) -> CheckpointPositions:
         return gold.read_checkpoint_positions(self.spark, self.schema, self.catalog)
+
+    def mapping_conflicts(self, selection: Selection | None = None) -> dict[GroupPartition, str]:
+        return gold.read_mapping_conflicts(self.spark, self.schema, self.catalog, selection)

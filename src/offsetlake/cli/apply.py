@@ -14,7 +14,7 @@ from offsetlake.apply.job import (
     ApplyStatus,
     run_apply,
 )
-from offsetlake.apply.planner import ActiveGroupPolicy, Selection
+from offsetlake.apply.planner import K2K_GUARD_PREFIX, ActiveGroupPolicy, MultipleTargetsPolicy, Selection
 from offsetlake.cli import render
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "apply",
         help="write gold offsets to the target's consumer groups, then verify them",
         description="Apply translated offsets to the target cluster's consumer groups. Safe by "
-        "default: active groups, rewinds, stale translations and missing topics are refused. "
+        "default: active groups, rewinds, stale translations, missing topics, groups K2K's offset "
+        "mapper manages and source records K2K routed to two target topics are refused. "
         f"Exit status {ApplyStatus.FAILED} when anything failed, {ApplyStatus.REFUSED} when the fail "
         "active-group policy refused the run.",
     )
@@ -90,6 +91,9 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         keep_alive_fraction=args.keep_alive_fraction,
         kafka_properties=clusters.kafka_properties,
         checkpoint_tail=ReplicationPolicy() if args.checkpoint_tail and args.as_of is None else None,
+        k2k_guard_prefix=args.k2k_guard_prefix,
+        ignore_k2k_guard=args.ignore_k2k_guard,
+        on_multiple_targets=args.on_multiple_targets,
     )
 
 
@@ -154,6 +158,33 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         choices=list(ActiveGroupPolicy),
         help="a group with members on the target is never touched; `fail` refuses the "
         "whole run, `skip` leaves just that group (default: fail)",
+    )
+    parser.add_argument(
+        "--k2k-guard-prefix",
+        default=K2K_GUARD_PREFIX,
+        metavar="PREFIX",
+        help="a target group whose commit metadata on any planned partition starts with this is "
+        "managed by Lenses K2K's offset mapper (its groups.offsetGuardPrefix) and is skipped: both tools "
+        f"writing one group overwrite each other; empty: no check (default: {K2K_GUARD_PREFIX})",
+    )
+    parser.add_argument(
+        "--ignore-k2k-guard",
+        nargs="?",
+        type=parse_bool,
+        const=True,
+        default=False,
+        metavar="true|false",
+        help="apply to groups K2K's offset mapper manages too, overwriting its guard (see "
+        "--k2k-guard-prefix; `--ignore-k2k-guard` alone is true)",
+    )
+    parser.add_argument(
+        "--on-multiple-targets",
+        type=MultipleTargetsPolicy,
+        default=MultipleTargetsPolicy.FAIL,
+        choices=list(MultipleTargetsPolicy),
+        help="a translation resting on a source record K2K mapped to several target topics "
+        "(k2k_mapping_conflicts): `fail` skips the group-partition, `ignore` applies each routing, as "
+        "K2K's errorHandling.onMultipleTargetCommittedOffsets (default: fail)",
     )
     default_max_age = format_duration(DEFAULT_MAX_AGE)
     parser.add_argument(

@@ -52,7 +52,7 @@ def parse_bool(text: str) -> bool:
 
 
 def parse_method_precedence(text: str) -> tuple[str, ...]:
-    """``mapping,offset_sync,checkpoint`` in any order, each method exactly once."""
+    """Methods in any order, each at most once; the unlisted follow in the default order."""
     try:
         return precedence.parse_method_precedence(text)
     except InvalidValueError as error:

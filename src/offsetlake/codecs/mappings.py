@@ -1,7 +1,8 @@
 """Record-level offset mappings (Lenses K2K) behind a format-name registry.
 
 A record-level replicator can publish, for each replicated record, where it came from and where
-it landed. K2K's wire format is not public, so decoding is looked up by name
+it landed. K2K's mapping topic is documented (``offsetMapping.topic``, default
+``__k2k_offset_mappings``) but its record layout is not, so decoding is looked up by name
 (``offsetlake.mappings.format``) and another format plugs in with :func:`register_mapping_format`
 without touching the pipeline.
 
@@ -25,9 +26,9 @@ Anything else raises :class:`CodecError`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from offsetlake.codecs import CodecError
 from offsetlake.codecs.json_text import parse_json
@@ -48,7 +49,16 @@ class OffsetMapping:
     target_offset: int
 
 
-MappingDecoder = Callable[[bytes | None, bytes | None], OffsetMapping]
+Headers = Sequence[tuple[str, bytes | None]]
+"""A record's headers as Kafka clients give them: (name, value) pairs in order, names may repeat."""
+
+
+class MappingDecoder(Protocol):
+    """Decodes one mapping record. Headers are passed so that a header-versioned layout (a
+    ``format-version`` header, say) is added here, in one decoder, without touching its callers."""
+
+    def __call__(self, key: bytes | None, value: bytes | None, headers: Headers = ()) -> OffsetMapping: ...
+
 
 _DECODERS: dict[str, MappingDecoder] = {}
 
@@ -100,7 +110,9 @@ def _topic_field(document: dict[str, Any], field: str, part: str) -> str:
     return value
 
 
-def decode_k2k_json_v1(key: bytes | None, value: bytes | None) -> OffsetMapping:
+def decode_k2k_json_v1(key: bytes | None, value: bytes | None, headers: Headers = ()) -> OffsetMapping:
+    """The assumed layout reads key and value only; ``headers`` are part of every decoder's signature."""
+    del headers
     part = f"{K2K_JSON_V1} value"
     if value is None:
         raise CodecError(f"{part}: missing (the record is a tombstone)")

@@ -77,7 +77,7 @@ SILVER_EXPECTATIONS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
         ),
         SILVER_MAPPINGS.name: MappingProxyType(
             {
-                **_not_empty("source_topic"),
+                **_not_empty("source_cluster", "source_topic"),
                 **_non_negative("source_partition", "source_offset"),
                 **_not_empty("target_topic"),
                 **_non_negative("target_partition", "target_offset"),

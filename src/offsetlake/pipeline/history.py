@@ -7,7 +7,10 @@ by one method at one time:
 - ``checkpoint``: each MM2 checkpoint, observed at its Kafka timestamp (when MM2 listed offsets);
 - ``offset_sync``: each source group-offset snapshot translated with the offset syncs known when
   it was ingested (translation_spark.translate_with_offset_syncs), observed at the snapshot time;
-- ``mapping``: each snapshot translated exactly through the record-level mappings then known.
+- ``mapping``: each snapshot translated through the record-level mappings then known (largest mapped
+  source offset <= U, + 1 when not exact; one row per target topic the source partition is routed to);
+- ``k2k_tracing_headers``: each snapshot translated by a binary search over the target partition on
+  K2K's record-tracing headers (pipeline/tracing_spark.py, table k2k_tracing_lookups).
 
 Observations are appended as they arrive (translation_observations, a streaming table: a refresh
 translates only the new checkpoints and snapshots). A sync that arrives late (MM2 lag) does not
@@ -44,6 +47,7 @@ from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.precedence import choose_translation
 from offsetlake.pipeline.tables import GROUP_PARTITION_KEY, LATEST_OFFSETS, OFFSET_HISTORY
 from offsetlake.pipeline.translation_spark import (
+    MAPPING_ORDER,
     downstream_topic,
     translate_with_mappings,
     translate_with_offset_syncs,
@@ -116,17 +120,22 @@ def offset_sync_observations(
     )
 
 
+_MAPPING_COLUMNS: Final = (
+    "source_cluster",
+    "source_topic",
+    "source_partition",
+    "source_offset",
+    "target_topic",
+    "target_partition",
+    "target_offset",
+    *MAPPING_ORDER,
+)
+
+
 def mapping_observations(silver_group_offsets: DataFrame, silver_mappings: DataFrame) -> DataFrame:
-    mappings = silver_mappings.select(
-        "source_topic",
-        "source_partition",
-        "source_offset",
-        "target_topic",
-        "target_partition",
-        "target_offset",
-        sf.col("kafka_offset").alias("mapping_order"),
+    translated = translate_with_mappings(
+        _committed(silver_group_offsets), silver_mappings.select(*_MAPPING_COLUMNS), carry=COMMITTED_COLUMNS
     )
-    translated = translate_with_mappings(_committed(silver_group_offsets), mappings)
     return translated.select(
         "source_cluster",
         "consumer_group",
@@ -135,6 +144,41 @@ def mapping_observations(silver_group_offsets: DataFrame, silver_mappings: DataF
         "downstream_offset",
         sf.col("committed_offset").alias("upstream_offset"),
         sf.lit("mapping").alias("method"),
+        "metadata",
+        sf.col("snapshot_time").alias("observed_at"),
+        sf.lit(0).cast("bigint").alias("observation_order"),
+    )
+
+
+def mapping_conflicts(latest_group_offsets: DataFrame, silver_mappings: DataFrame) -> DataFrame:
+    """k2k_mapping_conflicts: newest snapshots whose mapping translation rests on a source record
+    mapped to more than one target topic, one row per target topic (the apply refuses them by
+    default, as K2K's ``onMultipleTargetCommittedOffsets: fail``)."""
+    translated = translate_with_mappings(
+        _committed(latest_group_offsets), silver_mappings.select(*_MAPPING_COLUMNS), carry=COMMITTED_COLUMNS
+    )
+    return translated.where(sf.size("routed_to") > 1).select(
+        "source_cluster",
+        "consumer_group",
+        sf.col("downstream_topic").alias("topic"),
+        sf.col("downstream_partition").alias("partition"),
+        sf.col("topic").alias("upstream_topic"),
+        sf.col("partition").alias("upstream_partition"),
+        sf.col("committed_offset").alias("upstream_offset"),
+        "mapped_source_offset",
+        sf.col("routed_to").alias("target_topics"),
+        "downstream_offset",
+        "snapshot_time",
+    )
+
+
+def tracing_observations(k2k_tracing_lookups: DataFrame) -> DataFrame:
+    """The k2k_tracing_headers method: every lookup that found a translation."""
+    return k2k_tracing_lookups.where(sf.col("downstream_offset").isNotNull()).select(
+        *GROUP_PARTITION_KEY,
+        "downstream_offset",
+        "upstream_offset",
+        sf.lit("k2k_tracing_headers").alias("method"),
         "metadata",
         sf.col("snapshot_time").alias("observed_at"),
         sf.lit(0).cast("bigint").alias("observation_order"),

@@ -25,16 +25,19 @@ from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-METHODS: Final[tuple[str, ...]] = ("mapping", "offset_sync", "checkpoint")
-"""Every translation method, in the default precedence (exact record mappings first)."""
+METHODS: Final[tuple[str, ...]] = ("mapping", "k2k_tracing_headers", "offset_sync", "checkpoint")
+"""Every translation method, in the default precedence: record-level evidence first (K2K's mappings,
+then its tracing headers), then MM2's offset syncs and checkpoints."""
 
 
 def parse_method_precedence(text: str) -> tuple[str, ...]:
-    """``mapping,offset_sync,checkpoint`` in any order, each method exactly once."""
+    """Methods in any order, each at most once; the ones not listed follow in the default order (so
+    a precedence written before a method existed keeps its meaning)."""
     methods = tuple(method.strip() for method in text.split(","))
-    if sorted(methods) != sorted(METHODS):
-        raise InvalidValueError(f"must list each of {', '.join(METHODS)} exactly once, got {text!r}")
-    return methods
+    unknown = [method for method in methods if method not in METHODS]
+    if unknown or len(set(methods)) != len(methods):
+        raise InvalidValueError(f"must list methods of {', '.join(METHODS)}, each at most once, got {text!r}")
+    return methods + tuple(method for method in METHODS if method not in methods)
 
 
 def choose_translation(current: DataFrame, precedence: Sequence[str], freshness: str) -> DataFrame:

@@ -19,6 +19,9 @@ from offsetlake.pipeline.tables import (
     DECODED_CHECKPOINTS,
     DECODED_MAPPINGS,
     DECODED_OFFSET_SYNCS,
+    K2K_MAPPING_CONFLICTS,
+    K2K_TRACING_LOOKUPS,
+    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_VERSIONS,
     QUARANTINE,
@@ -47,11 +50,23 @@ _ALWAYS: tuple[TableSpec, ...] = (
     OFFSET_VERSIONS,
     LATEST_OFFSETS,
 )
-_WITH_MAPPINGS: tuple[TableSpec, ...] = (BRONZE_MAPPINGS, DECODED_MAPPINGS, SILVER_MAPPINGS)
+_WITH_MAPPINGS: tuple[TableSpec, ...] = (
+    BRONZE_MAPPINGS,
+    DECODED_MAPPINGS,
+    SILVER_MAPPINGS,
+    # The apply refuses what this flags, so it must be as fresh as the translations it flags.
+    LATEST_GROUP_OFFSETS,
+    K2K_MAPPING_CONFLICTS,
+)
+_WITH_TRACING: tuple[TableSpec, ...] = (K2K_TRACING_LOOKUPS,)
 
 
 def failover_refresh_selection(settings: PipelineSettings) -> tuple[str, ...]:
     """The dataset names to refresh before a failover, for the graph ``settings`` declare
-    (mapping tables exist only when mapping topics are configured)."""
-    specs = _ALWAYS + (_WITH_MAPPINGS if settings.mappings_topics else ())
+    (mapping and tracing tables exist only when configured)."""
+    specs = (
+        _ALWAYS
+        + (_WITH_MAPPINGS if settings.mappings_topics else ())
+        + (_WITH_TRACING if settings.k2k_tracing_routes else ())
+    )
     return tuple(spec.name for spec in specs)

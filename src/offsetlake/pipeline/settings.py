@@ -16,6 +16,8 @@ from typing import Any, Final, Literal
 
 from offsetlake.data_sources.options import DEFAULT_TIMEOUT_MS
 from offsetlake.errors import InvalidValueError
+from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
+from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.mirror.filters import DEFAULT_GROUPS_EXCLUDE, DEFAULT_GROUPS_INCLUDE, DEFAULT_TOPICS_INCLUDE
 from offsetlake.mirror.policy import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS, parse_method_precedence
@@ -31,6 +33,8 @@ GROUPS_INCLUDE: Final = "offsetlake.groups.include"
 GROUPS_EXCLUDE: Final = "offsetlake.groups.exclude"
 MAPPINGS_TOPICS: Final = "offsetlake.mappings.topics"
 MAPPINGS_FORMAT: Final = "offsetlake.mappings.format"
+K2K_TRACING_TOPICS: Final = "offsetlake.k2k.tracing.topics"
+K2K_TRACING_HEADERS: Final = "offsetlake.k2k.tracing.headers"
 METHOD_PRECEDENCE: Final = "offsetlake.method.precedence"
 KAFKA_READER: Final = "offsetlake.kafka.reader"
 SECRET_SCOPE: Final = "offsetlake.secret_scope"
@@ -49,6 +53,8 @@ DEFAULT_CONNECT_OFFSETS_TOPICS: Final = r"mm2-offsets\..+\.internal|connect-offs
 ``connect-distributed.properties`` gives a Connect cluster's ``offset.storage.topic``."""
 DEFAULT_CLUSTER_TIMEOUT_MS: Final = DEFAULT_TIMEOUT_MS
 """How long one cluster may take to answer before it counts as unreachable for this update."""
+DEFAULT_MAPPINGS_TOPIC: Final = "__k2k_offset_mappings"
+"""K2K's documented default ``offsetMapping.topic`` (Lenses K2K offset-mapping configuration)."""
 SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)
 """Formats pipeline/decoding/ can decode with Spark expressions (a subset of codecs.mappings' registry)."""
 
@@ -140,6 +146,48 @@ def format_sources(sources: tuple[SourceCluster, ...]) -> str:
     return ",".join(f"{source.alias}={source.bootstrap_servers.replace(',', ';')}" for source in sources)
 
 
+@dataclass(frozen=True)
+class MappingTopic:
+    """A record-level mapping topic on the target and the source cluster its mappings describe:
+    K2K's mapping records name topics, never clusters, so the binding is configuration."""
+
+    alias: str
+    topic: str = DEFAULT_MAPPINGS_TOPIC
+
+
+def parse_mapping_topics(text: str) -> tuple[MappingTopic, ...]:
+    """``alias[=topic],…``: a bare alias reads K2K's default topic ``__k2k_offset_mappings``."""
+    bound: list[MappingTopic] = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        alias, sep, topic = (part.strip() for part in entry.partition("="))
+        if not alias or (sep and not topic):
+            raise InvalidValueError(f"{MAPPINGS_TOPICS} entry {entry!r} is not alias[=topic]")
+        bound.append(MappingTopic(alias, topic) if sep else MappingTopic(alias))
+    return tuple(bound)
+
+
+def format_mapping_topics(bound: tuple[MappingTopic, ...]) -> str:
+    return ",".join(f"{entry.alias}={entry.topic}" for entry in bound)
+
+
+def parse_tracing_routes(text: str) -> tuple[TracingRoute, ...]:
+    """``alias=template,…``: where K2K writes each source topic of that source cluster."""
+    routes: list[TracingRoute] = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        alias, sep, template = (part.strip() for part in entry.partition("="))
+        if not sep or not alias or not template:
+            raise InvalidValueError(
+                f"{K2K_TRACING_TOPICS} entry {entry!r} is not alias=target-topic template "
+                f"(e.g. east={TOPIC_PLACEHOLDER} or east=eu.{TOPIC_PLACEHOLDER}.copy)"
+            )
+        routes.append(TracingRoute(alias, template))
+    return tuple(routes)
+
+
+def format_tracing_routes(routes: tuple[TracingRoute, ...]) -> str:
+    return ",".join(f"{route.alias}={route.template}" for route in routes)
+
+
 def _comma_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(","))
 
@@ -156,8 +204,23 @@ class PipelineSettings:
     offset_syncs_location: OffsetSyncsLocation = _setting(OFFSET_SYNCS_LOCATION, "source")
     groups_include: str = _setting(GROUPS_INCLUDE, DEFAULT_GROUPS_INCLUDE)
     groups_exclude: str = _setting(GROUPS_EXCLUDE, DEFAULT_GROUPS_EXCLUDE)
-    mappings_topics: str = _setting(MAPPINGS_TOPICS, "")
+    mappings_topics: tuple[MappingTopic, ...] = _setting(
+        MAPPINGS_TOPICS, (), parse=parse_mapping_topics, text=format_mapping_topics
+    )
+    """Record-level mapping topics, each bound to its source alias; empty: mappings off."""
     mappings_format: str = _setting(MAPPINGS_FORMAT, "k2k-json-v1")
+    k2k_tracing_routes: tuple[TracingRoute, ...] = _setting(
+        K2K_TRACING_TOPICS, (), parse=parse_tracing_routes, text=format_tracing_routes
+    )
+    """Per source alias, the target topic K2K writes each source topic to, whose records carry K2K's
+    record-tracing headers; empty: the k2k_tracing_headers method is off."""
+    k2k_tracing_headers: TracingHeaderNames = _setting(
+        K2K_TRACING_HEADERS,
+        TracingHeaderNames(),
+        parse=TracingHeaderNames.parse,
+        text=TracingHeaderNames.text,
+    )
+    """K2K's ``tracing.headers`` names (defaults k2k_topic, k2k_partition, k2k_offset)."""
     method_precedence: tuple[str, ...] = _setting(
         METHOD_PRECEDENCE, METHODS, parse=_comma_list, text=",".join
     )
@@ -222,15 +285,16 @@ class PipelineSettings:
                 f"supported: {', '.join(SUPPORTED_MAPPING_FORMATS)}"
             )
         try:
-            parse_method_precedence(",".join(self.method_precedence))
+            complete = parse_method_precedence(",".join(self.method_precedence))
         except InvalidValueError as error:
             raise InvalidValueError(f"{METHOD_PRECEDENCE} {error}") from None
+        object.__setattr__(self, "method_precedence", complete)
         if self.cluster_timeout_ms < 1:
             raise InvalidValueError(f"{CLUSTER_TIMEOUT_MS} must be a positive number of milliseconds")
+        self._check_k2k_bindings(aliases)
         for key, pattern in (
             (GROUPS_INCLUDE, self.groups_include),
             (GROUPS_EXCLUDE, self.groups_exclude),
-            (MAPPINGS_TOPICS, self.mappings_topics),
             (CONNECT_OFFSETS_TOPICS, self.connect_offsets_topics),
             (TOPICS_INCLUDE, self.topics_include),
             (TOPICS_EXCLUDE, self.topics_exclude),
@@ -239,6 +303,33 @@ class PipelineSettings:
                 re.compile(pattern)
             except re.error as error:
                 raise InvalidValueError(f"{key} is not a valid regex: {error}") from None
+
+    def _check_k2k_bindings(self, aliases: list[str]) -> None:
+        for key, bound in (
+            (MAPPINGS_TOPICS, [entry.alias for entry in self.mappings_topics]),
+            (K2K_TRACING_TOPICS, [route.alias for route in self.k2k_tracing_routes]),
+        ):
+            unknown = sorted(set(bound) - set(aliases))
+            if unknown:
+                raise InvalidValueError(
+                    f"{key} names source aliases not in {SOURCES}: {', '.join(unknown)} "
+                    f"(known: {', '.join(aliases)})"
+                )
+        topics = [entry.topic for entry in self.mappings_topics]
+        twice = sorted({topic for topic in topics if topics.count(topic) > 1})
+        if twice:
+            raise InvalidValueError(
+                f"{MAPPINGS_TOPICS} binds {', '.join(twice)} to more than one source alias: a mapping "
+                "record names no cluster, so each mapping topic belongs to exactly one source"
+            )
+        routed = [route.alias for route in self.k2k_tracing_routes]
+        if len(set(routed)) != len(routed):
+            raise InvalidValueError(f"{K2K_TRACING_TOPICS} names a source alias twice")
+
+    @property
+    def mapping_topic_sources(self) -> dict[str, str]:
+        """Mapping topic -> the source alias its mappings describe."""
+        return {entry.topic: entry.alias for entry in self.mappings_topics}
 
     @property
     def bronze_table_properties(self) -> dict[str, str]:

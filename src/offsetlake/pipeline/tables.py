@@ -152,8 +152,14 @@ SILVER_OFFSET_SYNCS: Final = TableSpec(
 )
 SILVER_MAPPINGS: Final = TableSpec(
     "silver_mappings",
-    "Decoded record-level offset mappings: each replicated record's source and target position.",
+    "Decoded record-level offset mappings: each replicated record's source and target position, "
+    "with the source cluster its mapping topic is bound to (offsetlake.mappings.topics).",
     (
+        (
+            "source_cluster",
+            "STRING",
+            "MM2-style alias of the source cluster: the one the mapping topic is bound to",
+        ),
         ("source_topic", "STRING", "Upstream topic"),
         ("source_partition", "INT", "Upstream partition"),
         ("source_offset", "BIGINT", "Upstream record offset"),
@@ -268,7 +274,7 @@ APPLY_CLUSTER_KEY: Final = GROUP_PARTITION_KEY[1:]
 _TRANSLATION: Final = (
     ("downstream_offset", "BIGINT", "Translated offset to commit on the target cluster"),
     ("upstream_offset", "BIGINT", "The source group's committed offset this translation is based on"),
-    ("method", "STRING", "How it was translated: checkpoint, offset_sync or mapping"),
+    ("method", "STRING", "How it was translated: checkpoint, offset_sync, mapping or k2k_tracing_headers"),
     ("metadata", "STRING", "The source group's commit metadata"),
 )
 _OBSERVATION: Final = (
@@ -335,6 +341,52 @@ LATEST_OFFSETS: Final = TableSpec(
         *_GOLD_KEY_AND_OFFSET,
         ("methods_disagree", "BOOLEAN", "True when methods translating the same upstream offset differ"),
         ("last_observed_at", "TIMESTAMP", "Latest observation that still gave this translation"),
+    ),
+)
+
+_UPSTREAM_POSITION: Final = (
+    ("upstream_topic", "STRING", "Upstream (source-cluster) topic the group committed on"),
+    ("upstream_partition", "INT", "Upstream partition"),
+    ("upstream_offset", "BIGINT", "The source group's committed offset (its newest snapshot)"),
+)
+K2K_MAPPING_CONFLICTS: Final = TableSpec(
+    "k2k_mapping_conflicts",
+    "Group-partitions whose record-level mapping translation rests on a source record K2K mapped to "
+    "more than one target topic (two K2K routings of one source topic). One row per target topic; the "
+    "apply job refuses them unless told to ignore it (K2K's onMultipleTargetCommittedOffsets). Newest "
+    "group-offset snapshots only.",
+    (
+        *_GOLD_KEY,
+        *_UPSTREAM_POSITION,
+        ("mapped_source_offset", "BIGINT", "Source offset of the mapped record the translation rests on"),
+        ("target_topics", "ARRAY<STRING>", "Every target topic that source record was mapped to, sorted"),
+        ("downstream_offset", "BIGINT", "This routing's translated offset"),
+        ("snapshot_time", "TIMESTAMP", "When the group's offsets were listed on the source cluster"),
+    ),
+)
+K2K_TRACING_LOOKUPS: Final = TableSpec(
+    "k2k_tracing_lookups",
+    "Every translation from K2K's record-tracing headers (k2k_topic, k2k_partition, k2k_offset): a "
+    "binary search over the target partition for each new group-offset snapshot, its result or the "
+    "reason there is none (an unreachable or headerless partition is a reason, not a failure); "
+    "append-only. The translated rows are the k2k_tracing_headers method's observations.",
+    (
+        *_GOLD_KEY,
+        *_UPSTREAM_POSITION,
+        (
+            "downstream_offset",
+            "BIGINT",
+            "Translated offset: the matched record's target offset, +1 when not exact; NULL: no translation",
+        ),
+        ("matched_source_offset", "BIGINT", "k2k_offset of the record found: the largest <= upstream_offset"),
+        ("matched_target_offset", "BIGINT", "Target offset of that record"),
+        ("exact", "BOOLEAN", "True when the record found is the group's next record itself"),
+        ("probes", "INT", "Fetches the binary search made"),
+        ("lookup_seconds", "DOUBLE", "How long the search took"),
+        ("reason", "STRING", "Why there is no (or only a limited) translation; NULL when it is complete"),
+        ("metadata", "STRING", "The source group's commit metadata"),
+        ("snapshot_time", "TIMESTAMP", "When the group's offsets were listed on the source cluster"),
+        ("looked_up_at", "TIMESTAMP", "When the target was searched"),
     ),
 )
 
@@ -445,6 +497,8 @@ ALL_TABLES: Final = (
     OFFSET_VERSIONS,
     OFFSET_HISTORY,
     LATEST_OFFSETS,
+    K2K_MAPPING_CONFLICTS,
+    K2K_TRACING_LOOKUPS,
     REPLICATION_PROGRESS_HISTORY,
     REPLICATION_PROGRESS,
     FAILOVER_DATA_LOSS,

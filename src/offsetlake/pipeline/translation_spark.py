@@ -1,5 +1,7 @@
 """Offset translation as DataFrame operations: offset syncs (full history), record mappings, topic names.
 
+Record mappings follow the same rule as offset syncs, per routing (mapping_intervals).
+
 The rule is ``offsetlake.mirror.translation.translate`` (the oracle, property-tested against this): for a
 committed upstream position U, take the sync with the largest upstream_offset <= U, the
 latest-written one if several share it; exact -> its downstream, otherwise downstream + 1; no such
@@ -16,6 +18,7 @@ of a refresh is the new snapshots plus one pass over the syncs, not the snapshot
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
@@ -91,33 +94,94 @@ def translate_with_offset_syncs(
     )
 
 
-def translate_with_mappings(
-    committed: DataFrame, mappings: DataFrame, committed_offset: str = "committed_offset"
-) -> DataFrame:
-    """Exact record-level translation: the committed position U resumes at the target offset of record U.
+MAPPING_ORDER: Final = ("mapping_timestamp", "kafka_topic", "kafka_partition", "kafka_offset")
+"""What "the latest mapping" means: Kafka offsets compare only within one partition of one topic (K2K's
+sample mapping topic has six partitions, and several topics may match), so the record timestamp
+comes first and the coordinates only break ties: a total order."""
+ROUTE_KEY: Final = ("source_cluster", "topic", "partition", "downstream_topic", "downstream_partition")
+"""One routing: a source partition of one source cluster into one target topic-partition."""
 
-    ``mappings`` has source_topic/source_partition/source_offset -> target_topic/target_partition/
-    target_offset; when a record was mapped more than once, the latest-written mapping (highest
-    ``mapping_order``) wins. No mapping for record U (not replicated yet, or U is the log end) ->
-    no row. Adds ``downstream_topic``, ``downstream_partition`` and ``downstream_offset``.
+
+def mapping_intervals(mappings: DataFrame) -> DataFrame:
+    """Per routing: the best mapping for every source offset in [mapped_source_offset, _until_offset).
+
+    ``mappings`` are silver_mappings rows (source_cluster from the mapping topic's binding). Of
+    several mappings of one source record into one routing the latest (MAPPING_ORDER) wins; mappings
+    of one record into different target topics are different routings and never collapse, and each
+    carries ``routed_to``: every target topic that record was mapped to, sorted (more than one is K2K's
+    "duplicate offset mappings").
     """
-    latest_per_record = Window.partitionBy("source_topic", "source_partition", "source_offset").orderBy(
-        sf.col("mapping_order").desc()
+    routed = mappings.select(
+        "source_cluster",
+        sf.col("source_topic").alias("topic"),
+        sf.col("source_partition").alias("partition"),
+        "source_offset",
+        sf.col("target_topic").alias("downstream_topic"),
+        sf.col("target_partition").alias("downstream_partition"),
+        "target_offset",
+        *MAPPING_ORDER,
     )
-    latest = (
-        add_columns(mappings, {"_rank": sf.row_number().over(latest_per_record)})
-        .where(sf.col("_rank") == 1)
-        .select(
-            sf.col("source_topic").alias("topic"),
-            sf.col("source_partition").alias("partition"),
-            sf.col("source_offset").alias(committed_offset),
-            sf.col("target_topic").alias("downstream_topic"),
-            sf.col("target_partition").alias("downstream_partition"),
-            sf.col("target_offset").alias("downstream_offset"),
-        )
+    latest_first = Window.partitionBy(*ROUTE_KEY, "source_offset").orderBy(
+        *[sf.col(name).desc() for name in MAPPING_ORDER]
     )
-    # A USING join by name: pipeline query functions must not need the client to analyze plans.
-    return committed.join(latest, on=["topic", "partition", committed_offset], how="inner")
+    one_record = Window.partitionBy("source_cluster", "topic", "partition", "source_offset")
+    newest = add_columns(
+        routed,
+        {
+            "_rank": sf.row_number().over(latest_first),
+            "_routed_to": sf.collect_set("downstream_topic").over(one_record),
+        },
+    ).where(sf.col("_rank") == 1)
+    by_offset = Window.partitionBy(*ROUTE_KEY).orderBy("source_offset")
+    return newest.select(
+        *[sf.col(name).alias(f"_map_{name}") for name in ROUTE_KEY[:3]],
+        "downstream_topic",
+        "downstream_partition",
+        sf.col("source_offset").alias("mapped_source_offset"),
+        sf.col("target_offset").alias("mapped_target_offset"),
+        sf.array_sort("_routed_to").alias("routed_to"),
+        sf.lead("source_offset").over(by_offset).alias("_until_offset"),
+    )
+
+
+def translate_with_mappings(
+    committed: DataFrame,
+    mappings: DataFrame,
+    carry: Sequence[str],
+    committed_offset: str = "committed_offset",
+) -> DataFrame:
+    """Translate committed positions through record-level mappings, by the offset-sync rule.
+
+    For each routing of the committed source partition (mapping_intervals): the mapping with the
+    largest source offset <= U gives its target offset, exact when it is record U itself, + 1
+    otherwise (a caught-up group, U at the log end, and sparse mappings translate too; consumers
+    may re-read, never skip). No mapping at or below U -> no row. One row per routing: a record K2K
+    routed to two target topics gives two rows, kept apart by target topic, with ``routed_to``
+    listing both. ``committed`` needs source_cluster, topic, partition, ``committed_offset`` and the
+    ``carry`` columns; adds downstream_topic, downstream_partition, downstream_offset,
+    mapped_source_offset and routed_to.
+    """
+    lookups = committed.where(sf.col(committed_offset) >= 0)
+    intervals = mapping_intervals(mappings)
+    offset = sf.col(committed_offset)
+    condition = (
+        (sf.col("source_cluster") == sf.col("_map_source_cluster"))
+        & (sf.col("topic") == sf.col("_map_topic"))
+        & (sf.col("partition") == sf.col("_map_partition"))
+        & (offset >= sf.col("mapped_source_offset"))
+        & (sf.col("_until_offset").isNull() | (offset < sf.col("_until_offset")))
+    )
+    translated = lookups.join(intervals, condition, "inner")
+    return translated.select(
+        *[sf.col(name) for name in carry],
+        "downstream_topic",
+        "downstream_partition",
+        sf.when(offset == sf.col("mapped_source_offset"), sf.col("mapped_target_offset"))
+        .otherwise(sf.col("mapped_target_offset") + 1)
+        .alias("downstream_offset"),
+        "mapped_source_offset",
+        "routed_to",
+    )
 
 
 def downstream_topic(

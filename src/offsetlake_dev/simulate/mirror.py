@@ -16,7 +16,10 @@ byte (docs/mm2-reference.md §1-§2):
   the stored offset lags what was replicated in between, as in production; a record the filter
   drops is not acknowledged, so it does not advance the stored offset (``WorkerSourceTask
   .recordDropped``);
-- optionally, Lenses K2K-style per-record mappings (``k2k-json-v1``) for chosen topics.
+- optionally, Lenses K2K-style per-record mappings (``k2k-json-v1``) for chosen topics (in
+  ``__k2k_offset_mappings``, K2K's default name, over as many partitions as asked, optionally a
+  duplicate routing of each), and K2K's record-tracing headers (``k2k_topic``, ``k2k_partition``,
+  ``k2k_offset``, ``k2k_pipeline``) on the replicated records of chosen topics.
 
 Target offsets diverge from source offsets for the reasons they do in production:
 
@@ -36,7 +39,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Self
 
@@ -69,7 +72,10 @@ from offsetlake_dev.simulate.offset_sync_writer import DEFAULT_OFFSET_LAG_MAX, O
 
 FILTER_HEADER = "offsetlake-simulator-filtered"
 """Records carrying this header are dropped by the simulated filtering SMT (an upstream gap)."""
-DEFAULT_MAPPING_TOPIC = "_k2k-offset-mappings"
+DEFAULT_MAPPING_TOPIC = "__k2k_offset_mappings"
+"""K2K's documented default ``offsetMapping.topic``."""
+TRACING_HEADERS = ("k2k_topic", "k2k_partition", "k2k_offset", "k2k_pipeline")
+"""K2K's record-tracing header names (its ``tracing.headers`` defaults)."""
 SOURCE_CONNECTOR = "MirrorSourceConnector"
 """Dedicated mode names each connector by its class (``MirrorMaker``: ``getSimpleName()``)."""
 CONNECT_OFFSETS_PARTITIONS = 25
@@ -96,9 +102,25 @@ class MirrorSettings:
     mapping_topic: str = DEFAULT_MAPPING_TOPIC
     mapped_topics: frozenset[str] = frozenset()
     """Source topics whose records also get a K2K per-record mapping."""
+    mapping_partitions: int = 1
+    """Partitions of the mapping topic when the simulator creates it (K2K's sample: 6). A mapping goes
+    to partition ``source_partition % mapping_partitions``: one source partition's mappings stay in
+    order, those of different partitions are not comparable by Kafka offset."""
+    duplicate_mapping_topic: str | None = None
+    """When set, each mapping is written a second time naming this target topic: two K2K routings
+    of one source record (K2K docs, error handling: "Duplicate offset mappings"). Data is not copied."""
+    traced_topics: frozenset[str] = frozenset()
+    """Source topics whose replicated records carry K2K's record-tracing headers."""
+    k2k_pipeline: str = "offsetlake-simulator"
+    """The ``k2k_pipeline`` header's value (K2K writes its application name)."""
     groups_exclude: tuple[str, ...] = DEFAULT_GROUPS_EXCLUDE
     topics_exclude: tuple[str, ...] = DEFAULT_TOPICS_EXCLUDE
     connect_offsets_partitions: int = CONNECT_OFFSETS_PARTITIONS
+
+    def __post_init__(self) -> None:
+        """Refuse a bad count here rather than with a ZeroDivisionError mid-replication."""
+        if self.mapping_partitions < 1:
+            raise ValueError(f"mapping_partitions must be >= 1, got {self.mapping_partitions}")
 
     @property
     def connect_offsets_topic(self) -> str:
@@ -133,6 +155,7 @@ class ReplicationReport:
     filtered: int
     offset_syncs: tuple[OffsetSync, ...]
     mappings: int
+    """Mapping records written: two per record when a duplicate routing is configured."""
 
 
 class MirrorSimulator:
@@ -188,22 +211,11 @@ class MirrorSimulator:
         self._next_sequence: dict[tuple[str, int], int] = {}
         self._unreplicated: dict[tuple[str, int], list[_SourceRecord]] = {}
         self._next_upstream_offset: dict[tuple[str, int], int] = {}
-        self._create_topics(
-            self._source_admin,
-            [NewTopic(settings.offset_syncs_topic, 1, config={"cleanup.policy": "compact"})],
-        )
-        self._create_topics(
-            self._target_admin,
-            [
-                NewTopic(settings.checkpoints_topic, 1, config={"cleanup.policy": "compact"}),
-                NewTopic(
-                    settings.connect_offsets_topic,
-                    settings.connect_offsets_partitions,
-                    config={"cleanup.policy": "compact"},
-                ),
-                *([NewTopic(settings.mapping_topic, 1)] if settings.mapped_topics else []),
-            ],
-        )
+        try:
+            self._create_internal_topics()
+        except BaseException:
+            self.close()  # the clients would otherwise keep reconnecting
+            raise
 
     def __enter__(self) -> Self:
         return self
@@ -373,7 +385,7 @@ class MirrorSimulator:
                     value=message.value(),
                     partition=partition,
                     timestamp=timestamp_ms,
-                    headers=message.headers(),
+                    headers=self._replicated_headers(message),
                     on_delivery=on_delivery,
                 )
         _flush(self._target_producer, "the target topics")
@@ -382,6 +394,7 @@ class MirrorSimulator:
 
         syncs: list[OffsetSync] = []
         mappings = 0
+        mapping_errors: list[str] = []
         for key, pairs in acknowledged.items():
             topic, partition = key
             remote = self.settings.remote_topic(topic)
@@ -409,20 +422,60 @@ class MirrorSimulator:
                     mapping = OffsetMapping(
                         topic, partition, upstream_offset, remote, partition, downstream_offset
                     )
-                    mapping_key, mapping_value = encode_k2k_json_v1(mapping)
-                    self._target_producer.produce(
-                        self.settings.mapping_topic, key=mapping_key, value=mapping_value, partition=0
-                    )
-                    mappings += 1
+                    mappings += self._write_mappings(mapping, mapping_errors)
             self._unreplicated[key] = []
         self._write_offset_syncs(syncs)
         _flush(self._target_producer, self.settings.mapping_topic)
+        if mapping_errors:
+            raise SimulationError(
+                f"writing mappings to {self.settings.mapping_topic} failed: {mapping_errors[0]} "
+                f"({len(mapping_errors)} errors)"
+            )
         return ReplicationReport(
             replicated=sum(len(pairs) for pairs in acknowledged.values()),
             filtered=filtered,
             offset_syncs=tuple(syncs),
             mappings=mappings,
         )
+
+    def _replicated_headers(self, message: Message) -> list[tuple[str, bytes]] | None:
+        """The source record's headers, plus K2K's tracing headers when its topic is traced."""
+        headers = message.headers()
+        if message.topic() not in self.settings.traced_topics:
+            return headers
+        origin = (
+            message.topic(),
+            str(message.partition()),
+            str(message.offset()),
+            self.settings.k2k_pipeline,
+        )
+        return [
+            *(headers or []),
+            *((name, value.encode()) for name, value in zip(TRACING_HEADERS, origin, strict=True)),
+        ]
+
+    def _write_mappings(self, mapping: OffsetMapping, errors: list[str]) -> int:
+        """Queue the record's K2K mapping (and its duplicate routing, when configured); returns how
+        many were queued. Delivery failures land in ``errors``: a lost mapping would go unnoticed."""
+        routings = [mapping]
+        if self.settings.duplicate_mapping_topic is not None:
+            routings.append(replace(mapping, target_topic=self.settings.duplicate_mapping_topic))
+
+        def on_delivery(error: KafkaError | None, _: Message) -> None:
+            if error is not None:
+                errors.append(str(error))
+
+        for routing in routings:
+            mapping_key, mapping_value = encode_k2k_json_v1(routing)
+            self._target_producer.produce(
+                self.settings.mapping_topic,
+                key=mapping_key,
+                value=mapping_value,
+                # One source partition's mappings stay in one mapping partition, in order.
+                partition=mapping.source_partition % self.settings.mapping_partitions,
+                on_delivery=on_delivery,
+            )
+        return len(routings)
 
     def commit(self) -> list[OffsetSync]:
         """Connect's periodic offset flush (``offset.flush.interval.ms``): the replicated positions
@@ -569,9 +622,44 @@ class MirrorSimulator:
         _flush(self._source_producer, self.settings.offset_syncs_topic)
         self.offset_syncs.extend(syncs)
 
+    def _check_mapping_partitions(self) -> None:
+        """A mapping topic that already existed may have fewer partitions than the spread needs."""
+        topic = self.settings.mapping_topic
+        metadata = self._target_admin.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
+        if len(metadata.partitions) < self.settings.mapping_partitions:
+            raise SimulationError(
+                f"mapping topic {topic} already exists with {len(metadata.partitions)} partitions, "
+                f"fewer than mapping_partitions={self.settings.mapping_partitions}"
+            )
+
     def _source_group_offsets(self, group: str) -> dict[tuple[str, int], CommittedOffset]:
         admin = AdminClient({"bootstrap.servers": self.settings.source_bootstrap})  # see commit_source_group
         return kafka_admin.list_committed_offsets(admin, group, timeout_s=TIMEOUT_S)
+
+    def _create_internal_topics(self) -> None:
+        """MM2's internal topics (and the K2K mapping topic, when mappings are written)."""
+        self._create_topics(
+            self._source_admin,
+            [NewTopic(self.settings.offset_syncs_topic, 1, config={"cleanup.policy": "compact"})],
+        )
+        self._create_topics(
+            self._target_admin,
+            [
+                NewTopic(self.settings.checkpoints_topic, 1, config={"cleanup.policy": "compact"}),
+                NewTopic(
+                    self.settings.connect_offsets_topic,
+                    self.settings.connect_offsets_partitions,
+                    config={"cleanup.policy": "compact"},
+                ),
+                *(
+                    [NewTopic(self.settings.mapping_topic, self.settings.mapping_partitions)]
+                    if self.settings.mapped_topics
+                    else []
+                ),
+            ],
+        )
+        if self.settings.mapped_topics:
+            self._check_mapping_partitions()
 
     @staticmethod
     def _create_topics(admin: AdminClient, topics: list[NewTopic]) -> None:

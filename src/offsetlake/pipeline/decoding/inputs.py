@@ -11,7 +11,7 @@ reads a view evaluates its query again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -61,7 +61,8 @@ class DecodedInput:
     timestamp_column: str
     """Silver's name for the Kafka record timestamp (quarantine's ``kafka_timestamp``)."""
     source_cluster_from_bronze: bool
-    """Bronze knows the source alias (from the topic); otherwise quarantine's source_cluster is NULL."""
+    """The source alias is known from the record's topic (its name, or the mapping topic's binding);
+    otherwise quarantine's source_cluster is NULL."""
 
 
 CHECKPOINTS: Final = DecodedInput(
@@ -93,16 +94,25 @@ CONNECT_OFFSETS: Final = DecodedInput(
 )
 
 
-def mappings(mappings_format: str) -> DecodedInput:
-    """Record-level mappings in ``offsetlake.mappings.format`` (its name is the quarantine kind)."""
+def mappings(mappings_format: str, topic_sources: Mapping[str, str]) -> DecodedInput:
+    """Record-level mappings in ``offsetlake.mappings.format`` (its name is the quarantine kind);
+    ``topic_sources`` binds each mapping topic to its source alias (a mapping names no cluster)."""
+    decode_format = MAPPING_DECODERS[mappings_format]
+
+    def decode(raw: DataFrame) -> DataFrame:
+        source_cluster = sf.lit(None).cast("string")
+        for topic, alias in sorted(topic_sources.items()):
+            source_cluster = sf.when(sf.col("topic_raw") == topic, sf.lit(alias)).otherwise(source_cluster)
+        return add_columns(decode_format(raw), {"source_cluster": source_cluster})
+
     return DecodedInput(
         BRONZE_MAPPINGS,
         DECODED_MAPPINGS,
         SILVER_MAPPINGS,
-        MAPPING_DECODERS[mappings_format],
+        decode,
         mappings_format,
         "mapping_timestamp",
-        source_cluster_from_bronze=False,
+        source_cluster_from_bronze=True,
     )
 
 

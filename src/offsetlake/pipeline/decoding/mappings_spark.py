@@ -88,7 +88,10 @@ _K2K_KEY_FIELDS: Final = ("topic", "partition", "offset")
 
 
 def decode_k2k_json_v1(df: DataFrame, key: str = "key", value: str = "value") -> DataFrame:
-    """``k2k-json-v1`` (codecs/mappings.py): value required; an optional key must agree with it."""
+    """``k2k-json-v1`` (codecs/mappings.py): value required; an optional key must agree with it.
+
+    Every Spark decoder receives the whole bronze row, ``headers`` included (as the pure decoders
+    receive them), so a header-versioned format is added as one more decoder here."""
     value_json = _JsonObject(sf.col(value), "k2k-json-v1 value", "k2k_value")
     key_json = _JsonObject(sf.col(key), "k2k-json-v1 key", "k2k_key")
     stages = [

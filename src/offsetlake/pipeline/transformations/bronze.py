@@ -11,7 +11,8 @@ records after the previous update's checkpointed offsets.
   ``offsetlake.target.alias`` is unset), unioned into one flow; ``source_cluster`` is that
   source's alias. Location ``target``: one stream on the target by pattern; the alias comes from
   the topic name.
-- Mappings: topics matching ``offsetlake.mappings.topics`` on the target (tables absent when off).
+- Mappings: the topics ``offsetlake.mappings.topics`` binds to source aliases, on the target (tables
+  absent when off); the binding is applied when they are decoded (silver).
 - Group offsets: one stream per source cluster (unioned), one snapshot per update.
 - Connect offsets: topics matching ``offsetlake.connect_offsets.topics`` on the target (MM2's
   ``mm2-offsets.<source>.internal`` and ``connect-offsets`` by default; tables absent when empty).
@@ -165,7 +166,7 @@ if settings.mappings_topics:
             settings,
             settings.target_bootstrap_servers,
             role="target",
-            subscribe_pattern=settings.mappings_topics,
+            subscribe=",".join(sorted(settings.mapping_topic_sources)),
         )
         return _landed(records, None)
 

@@ -3,6 +3,11 @@ failover apply job reads), and MM2's replication progress (replication_progress_
 replication_progress) with the per-group failover data loss (rules in
 offsetlake.pipeline.progress_spark).
 
+K2K (when configured): k2k_tracing_lookups searches the target for each new snapshot on K2K's
+record-tracing headers (pipeline/tracing_spark.py), feeding the k2k_tracing_headers method;
+k2k_mapping_conflicts flags the newest snapshots whose mapping translation rests on a source record
+mapped to two target topics (the apply refuses those by default).
+
 Cost: translation_observations is a streaming table, so a refresh translates only the new
 checkpoints and group-offset snapshots (plus one pass over the offset syncs and mappings, the
 static side of the join). offset_versions is AUTO CDC on Databricks (``offsetlake.gold.incremental``
@@ -24,16 +29,19 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.pipeline.history import (
     checkpoint_observations,
     latest_offsets,
+    mapping_conflicts,
     mapping_observations,
     offset_history,
     offset_sync_observations,
     offset_versions,
+    tracing_observations,
     versions_by_auto_cdc,
 )
-from offsetlake.pipeline.kafka_readers import pipeline_settings
+from offsetlake.pipeline.kafka_readers import kafka_client_options, pipeline_settings
 from offsetlake.pipeline.latest_group_offsets import latest_group_offsets, latest_group_offsets_by_auto_cdc
 from offsetlake.pipeline.progress_spark import (
     failover_data_loss,
@@ -43,6 +51,8 @@ from offsetlake.pipeline.progress_spark import (
 )
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
+    K2K_MAPPING_CONFLICTS,
+    K2K_TRACING_LOOKUPS,
     LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
@@ -57,6 +67,7 @@ from offsetlake.pipeline.tables import (
     SOURCE_LOG_OFFSETS,
     TRANSLATION_OBSERVATIONS,
 )
+from offsetlake.pipeline.tracing_spark import tracing_lookups
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)
@@ -93,7 +104,39 @@ def translation_observations() -> DataFrame:
         observations = observations.unionByName(
             mapping_observations(group_offsets, spark.read.table("known_mappings"))
         )
+    if settings.k2k_tracing_routes:
+        observations = observations.unionByName(
+            tracing_observations(spark.readStream.table(K2K_TRACING_LOOKUPS.name))
+        )
     return observations
+
+
+if settings.mappings_topics:
+
+    @dp.materialized_view(
+        name=K2K_MAPPING_CONFLICTS.name,
+        comment=K2K_MAPPING_CONFLICTS.comment,
+        schema=K2K_MAPPING_CONFLICTS.schema_ddl,
+    )
+    def k2k_mapping_conflicts() -> DataFrame:
+        return mapping_conflicts(spark.read.table("newest_group_offsets"), spark.read.table("known_mappings"))
+
+
+if settings.k2k_tracing_routes:
+
+    @dp.table(
+        name=K2K_TRACING_LOOKUPS.name,
+        comment=K2K_TRACING_LOOKUPS.comment,
+        schema=K2K_TRACING_LOOKUPS.schema_ddl,
+    )
+    def k2k_tracing_lookups() -> DataFrame:
+        return tracing_lookups(
+            spark.readStream.table(SILVER_GROUP_OFFSETS.name),
+            settings.k2k_tracing_routes,
+            settings.k2k_tracing_headers,
+            kafka_options_to_librdkafka(kafka_client_options(settings, settings.target_bootstrap_servers)),
+            settings.cluster_timeout_ms / 1000,
+        )
 
 
 if settings.gold_incremental == "auto_cdc":

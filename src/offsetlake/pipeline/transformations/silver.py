@@ -26,7 +26,7 @@ INPUTS: list[DecodedInput] = [inputs.CHECKPOINTS, inputs.OFFSET_SYNCS]
 if settings.connect_offsets_topics:
     INPUTS.append(inputs.CONNECT_OFFSETS)
 if settings.mappings_topics:
-    INPUTS.append(inputs.mappings(settings.mappings_format))
+    INPUTS.append(inputs.mappings(settings.mappings_format, settings.mapping_topic_sources))
 
 
 def _declare_decoded_and_silver(source: DecodedInput) -> None:

@@ -1,0 +1,74 @@
+"""K2K tracing-header searches on a real target: reasons, not errors; bounded time; one per position."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+import pytest
+
+from offsetlake.k2k.tracing import TracingHeaderNames
+from offsetlake.kafka.tracing_reader import SearchLimits, TracingRequest, translate_from_tracing_headers
+from offsetlake_dev.local_cluster import LOOPBACK
+from tests.integration.test_tracing_spark import produce_traced
+from tests.kafka_helpers import create_topic
+
+pytestmark = pytest.mark.kafka
+NAMES = TracingHeaderNames()
+
+
+def test_a_missing_topic_or_partition_is_a_reason_and_shared_positions_are_searched_once(
+    target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("east.orders")
+    create_topic(target_bootstrap, topic)
+    offsets = produce_traced(target_bootstrap, topic, [("orders", 0, n) for n in range(10)])
+    shared = TracingRequest(topic, 0, "orders", 0, 4)
+    requests = [
+        shared,
+        shared,  # another group at the same position
+        TracingRequest(topic, 3, "orders", 3, 4),
+        TracingRequest(unique_name("absent"), 0, "orders", 0, 4),
+    ]
+    results = translate_from_tracing_headers({"bootstrap.servers": target_bootstrap}, requests, NAMES)
+    assert len(results) == 3, "one search per distinct position"
+    by_request = {result.request: result.translation for result in results}
+    assert by_request[shared].downstream_offset == offsets[4] and by_request[shared].exact
+    assert "has no partition 3" in (by_request[requests[2]].reason or "")
+    assert "does not exist" in (by_request[requests[3]].reason or "")
+
+
+def test_a_long_untraced_stretch_costs_bounded_probes_and_the_answer_stays_safe(
+    target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("east.orders")
+    create_topic(target_bootstrap, topic)
+    layout = [("orders", 0, 0), ("orders", 0, 1)] + [None] * 30 + [("orders", 0, 2), ("orders", 0, 3)]
+    offsets = produce_traced(target_bootstrap, topic, layout)
+    request = TracingRequest(topic, 0, "orders", 0, 3)
+    [roomy] = translate_from_tracing_headers({"bootstrap.servers": target_bootstrap}, [request], NAMES)
+    assert roomy.translation.downstream_offset == offsets[-1] and roomy.translation.exact
+    [tight] = translate_from_tracing_headers(
+        {"bootstrap.servers": target_bootstrap}, [request], NAMES, SearchLimits(max_probes=3, scan_limit=2)
+    )
+    assert tight.translation.probes <= 3
+    found = tight.translation.downstream_offset
+    assert found is None or found <= offsets[-1], "a limited search may lose precision, never safety"
+    assert tight.translation.reason
+
+
+def test_an_unreachable_target_is_one_reason_for_every_request_in_bounded_time() -> None:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        port = probe.getsockname()[1]
+    requests = [TracingRequest("east.orders", partition, "orders", partition, 5) for partition in range(20)]
+    started = time.monotonic()
+    results = translate_from_tracing_headers(
+        {"bootstrap.servers": f"{LOOPBACK}:{port}"}, requests, NAMES, SearchLimits(timeout_s=2)
+    )
+    elapsed = time.monotonic() - started
+    assert len(results) == 20
+    assert all((r.translation.reason or "").startswith("target unreachable") for r in results)
+    assert all(r.translation.downstream_offset is None for r in results)
+    assert elapsed < 10, f"{elapsed:.1f}s: the first timeout answers for the rest"
