@@ -280,3 +280,34 @@ def _raise_partition_errors(topic_partitions: Iterable[TopicPartition]) -> None:
     for tp in topic_partitions:
         if tp.error is not None:
             raise KafkaException(tp.error)
+
+
+Traced = tuple[str, int, int] | None
+"""(source topic, source partition, source offset) in a record's K2K headers; None: no headers."""
+
+
+def produce_traced(bootstrap: str, topic: str, records: list[Traced]) -> list[int]:
+    """One record per batch (Tansu's log end needs it); returns each record's target offset."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    offsets: list[int] = []
+    for origin in records:
+        headers = (
+            None
+            if origin is None
+            else [
+                ("k2k_topic", origin[0].encode()),
+                ("k2k_partition", str(origin[1]).encode()),
+                ("k2k_offset", str(origin[2]).encode()),
+                ("k2k_pipeline", b"test"),
+            ]
+        )
+        producer.produce(
+            topic,
+            value=b"r",
+            partition=0,
+            headers=headers,
+            on_delivery=lambda error, message: offsets.append(message.offset()),
+        )
+        producer.flush(15)
+    assert len(offsets) == len(records)
+    return offsets

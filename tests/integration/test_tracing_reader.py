@@ -11,8 +11,7 @@ import pytest
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.kafka.tracing_reader import SearchLimits, TracingRequest, translate_from_tracing_headers
 from offsetlake_dev.local_cluster import LOOPBACK
-from tests.integration.test_tracing_spark import produce_traced
-from tests.kafka_helpers import create_topic
+from tests.kafka_helpers import create_topic, produce_traced
 
 pytestmark = pytest.mark.kafka
 NAMES = TracingHeaderNames()

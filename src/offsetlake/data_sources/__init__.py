@@ -3,7 +3,8 @@
 - ``offsetlake_kafka``: Kafka records, as Spark's built-in ``kafka`` source reads them;
 - ``offsetlake_group_offsets``: snapshots of the source cluster's committed group offsets;
 - ``offsetlake_log_offsets``: snapshots of the source topics' log start and log end offsets;
-- ``offsetlake_cluster_health``: one reachability check of a cluster per update.
+- ``offsetlake_cluster_health``: one reachability check of a cluster per update;
+- ``offsetlake_k2k_tracing``: group snapshots searched on the target through K2K's tracing headers.
 
 ``options`` holds the option parsing they share (the one cluster timeout ``timeoutMs``) and
 ``spark_compat`` the streaming API across PySpark versions. What reads Kafka without Spark lives
@@ -22,10 +23,12 @@ if TYPE_CHECKING:
 __all__ = ["register_data_sources"]
 
 
-def register_data_sources(spark: SparkSession, *, kafka_records: bool = True) -> None:
-    """Register ``offsetlake_group_offsets``, ``offsetlake_cluster_health``, ``offsetlake_log_offsets``
-    and, unless ``kafka_records`` is False (Spark's own ``kafka`` reader reads the records),
-    ``offsetlake_kafka``; safe to call repeatedly."""
+def register_data_sources(
+    spark: SparkSession, *, kafka_records: bool = True, k2k_tracing: bool = False
+) -> None:
+    """Register ``offsetlake_group_offsets``, ``offsetlake_cluster_health``, ``offsetlake_log_offsets``,
+    unless ``kafka_records`` is False (Spark's own ``kafka`` reader reads the records)
+    ``offsetlake_kafka``, and with ``k2k_tracing`` ``offsetlake_k2k_tracing``; safe to call repeatedly."""
     from offsetlake.data_sources.offsetlake_cluster_health import ClusterHealthDataSource
     from offsetlake.data_sources.offsetlake_group_offsets import GroupOffsetsDataSource
     from offsetlake.data_sources.offsetlake_log_offsets import LogOffsetsDataSource
@@ -35,5 +38,9 @@ def register_data_sources(spark: SparkSession, *, kafka_records: bool = True) ->
         from offsetlake.data_sources.offsetlake_kafka import KafkaDataSource
 
         sources.insert(0, KafkaDataSource)
+    if k2k_tracing:
+        from offsetlake.data_sources.offsetlake_k2k_tracing import TracingDataSource
+
+        sources.append(TracingDataSource)
     for source in sources:
         spark.dataSource.register(source)

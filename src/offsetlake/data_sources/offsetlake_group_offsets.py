@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -97,6 +98,22 @@ class GroupSnapshotOptions:
         return SnapshotPartition(sink.getvalue().to_pybytes(), batch.num_rows)
 
 
+class SnapshotSource(Protocol):
+    """What a snapshot-per-micro-batch stream needs: the cluster it probes and the snapshot it takes
+    (GroupSnapshotOptions; the K2K tracing source's options, which search each snapshot too)."""
+
+    @property
+    def client_config(self) -> Mapping[str, str]: ...
+
+    @property
+    def timeout_s(self) -> float: ...
+
+    @property
+    def skip_unreachable(self) -> bool: ...
+
+    def snapshot_partition(self) -> SnapshotPartition: ...
+
+
 @dataclass(frozen=True)
 class SnapshotPartition(InputPartition):
     arrow_ipc: bytes = field(repr=False)
@@ -127,7 +144,7 @@ class GroupOffsetsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     have committed when the micro-batch is planned (``partitions``, on the driver).
     """
 
-    def __init__(self, options: GroupSnapshotOptions) -> None:
+    def __init__(self, options: SnapshotSource) -> None:
         self.options = options
         self._available_now_target: int | None = None
         self._unreachable = False

@@ -20,6 +20,9 @@ from offsetlake.kafka.offset_ranges import OffsetOptionError
 DEFAULT_TIMEOUT_MS: Final = 30_000
 """How long one cluster may take to answer a request before it counts as unreachable."""
 TIMEOUT_OPTION: Final = "timeoutMs"
+TARGET_OPTION_PREFIX: Final = "target."
+"""Prefix of the target cluster's client options for a source that also reads the target
+(``offsetlake_k2k_tracing``: ``target.kafka.bootstrap.servers``, ...)."""
 
 # The names the cluster timeout had before it was one option: rejected with the new name rather
 # than silently ignored (Spark passes unknown options through).

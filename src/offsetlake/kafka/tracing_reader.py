@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import (
     DEFAULT_MAX_PROBES,
     ProbeResult,
@@ -30,6 +31,7 @@ from offsetlake.k2k.tracing import (
     traced_origin,
 )
 from offsetlake.kafka import clients
+from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.kafka.range_reader import reader_consumer_config
 
 DEFAULT_SCAN_LIMIT: Final = 500
@@ -200,3 +202,34 @@ class _PartitionSearch:
             if scanned >= self.limits.scan_limit:
                 return Scanned(next_offset)
         return Scanned(next_offset)
+
+
+@dataclass(frozen=True)
+class TracingLookup:
+    """One snapshot row's search: what k2k_tracing_lookups records for it."""
+
+    snapshot: GroupOffset
+    request: TracingRequest
+    result: TracingResult
+
+
+def look_up_snapshot(
+    config: Mapping[str, Any],
+    snapshot: Iterable[GroupOffset],
+    route: TracingRoute,
+    names: TracingHeaderNames,
+    limits: SearchLimits = SearchLimits(),
+) -> list[TracingLookup]:
+    """Every committed position of ``snapshot`` searched on the target (``config``) through
+    ``route``; a row with no committed offset (-1) has nothing to translate and is left out."""
+    rows = [row for row in snapshot if row.committed_offset >= 0]
+    requests = [
+        TracingRequest(
+            route.target_topic(row.topic), row.partition, row.topic, row.partition, row.committed_offset
+        )
+        for row in rows
+    ]
+    found = {
+        result.request: result for result in translate_from_tracing_headers(config, requests, names, limits)
+    }
+    return [TracingLookup(row, request, found[request]) for row, request in zip(rows, requests, strict=True)]

@@ -10,7 +10,7 @@ by one method at one time:
 - ``mapping``: each snapshot translated through the record-level mappings then known (largest mapped
   source offset <= U, + 1 when not exact; one row per target topic the source partition is routed to);
 - ``k2k_tracing_headers``: each snapshot translated by a binary search over the target partition on
-  K2K's record-tracing headers (pipeline/tracing_spark.py, table k2k_tracing_lookups).
+  K2K's record-tracing headers (table k2k_tracing_lookups, data_sources/offsetlake_k2k_tracing.py).
 
 Observations are appended as they arrive (translation_observations, a streaming table: a refresh
 translates only the new checkpoints and snapshots). A sync that arrives late (MM2 lag) does not

@@ -21,6 +21,8 @@ from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.data_sources.options import TARGET_OPTION_PREFIX
+from offsetlake.k2k.routing import TracingRoute
 from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 
 ClusterRole = Literal["source", "target"]
@@ -94,6 +96,25 @@ def group_offsets_stream(spark: SparkSession, settings: PipelineSettings, source
     return spark.readStream.format("offsetlake_group_offsets").options(**_bounded(settings, options)).load()
 
 
+def k2k_tracing_stream(spark: SparkSession, settings: PipelineSettings, route: TracingRoute) -> DataFrame:
+    """One snapshot of ``route``'s source cluster per micro-batch, each committed position searched on
+    the target through K2K's tracing headers, on the driver (data_sources/offsetlake_k2k_tracing.py)."""
+    (source,) = [source for source in settings.sources if source.alias == route.alias]
+    options = kafka_client_options(settings, source.bootstrap_servers)
+    target = kafka_client_options(settings, settings.target_bootstrap_servers)
+    options.update({f"{TARGET_OPTION_PREFIX}{name}": value for name, value in target.items()})
+    options.update(
+        {
+            "groups.include": settings.groups_include,
+            "groups.exclude": settings.groups_exclude,
+            "alias": route.alias,
+            "route": route.template,
+            "headers": settings.k2k_tracing_headers.text(),
+        }
+    )
+    return spark.readStream.format("offsetlake_k2k_tracing").options(**_bounded(settings, options)).load()
+
+
 def log_offsets_stream(spark: SparkSession, settings: PipelineSettings, source: SourceCluster) -> DataFrame:
     """One snapshot of the source cluster's log start and log end offsets per micro-batch."""
     options = kafka_client_options(settings, source.bootstrap_servers)
@@ -126,4 +147,8 @@ def register_offsetlake_sources(spark: SparkSession, settings: PipelineSettings)
     sources these settings use are registered."""
     from offsetlake.data_sources import register_data_sources
 
-    register_data_sources(spark, kafka_records=reads_records_with_offsetlake(settings))
+    register_data_sources(
+        spark,
+        kafka_records=reads_records_with_offsetlake(settings),
+        k2k_tracing=bool(settings.k2k_tracing_routes),
+    )

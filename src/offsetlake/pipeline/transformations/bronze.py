@@ -18,6 +18,9 @@ records after the previous update's checkpointed offsets.
   ``mm2-offsets.<source>.internal`` and ``connect-offsets`` by default; tables absent when empty).
 - Source log offsets: each source's log start/end per partition, one snapshot per update (unioned).
 - Cluster health: one reachability check per cluster (target and each source) per update.
+- K2K tracing lookups (``offsetlake.k2k.tracing.topics``): per routed source, one snapshot per update
+  whose committed positions are searched on the target through K2K's record-tracing headers, on the
+  driver (data_sources/offsetlake_k2k_tracing.py); the k2k_tracing_headers method's input.
 
 A source cluster that does not answer within ``offsetlake.cluster.timeout.ms`` adds no rows this
 update (its streams read nothing) and the update goes on; see pipeline/sources.py.
@@ -43,6 +46,7 @@ from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.kafka_readers import (
     cluster_health_stream,
     group_offsets_stream,
+    k2k_tracing_stream,
     kafka_stream,
     log_offsets_stream,
     pipeline_settings,
@@ -56,6 +60,7 @@ from offsetlake.pipeline.tables import (
     BRONZE_MAPPINGS,
     BRONZE_OFFSET_SYNCS,
     CLUSTER_HEALTH,
+    K2K_TRACING_LOOKUPS,
     SOURCE_LOG_OFFSETS,
     TableSpec,
 )
@@ -82,15 +87,19 @@ def _bronze_table(spec: TableSpec) -> Callable[[Callable[[], DataFrame]], None]:
     return dp.table(name=spec.name, comment=spec.comment, schema=spec.schema_ddl, table_properties=properties)
 
 
-def _per_source_cluster(spec: TableSpec, records_of: Callable[[SourceCluster], DataFrame]) -> None:
-    """One table fed from every source cluster: one append flow each, or one union query."""
+def _per_source_cluster(
+    spec: TableSpec,
+    records_of: Callable[[SourceCluster], DataFrame],
+    sources: tuple[SourceCluster, ...] = settings.sources,
+) -> None:
+    """One table fed from every source cluster (of ``sources``): one append flow each, or one union query."""
     if settings.bronze_flows == "union":
-        _bronze_table(spec)(lambda: _union([records_of(source) for source in settings.sources]))
+        _bronze_table(spec)(lambda: _union([records_of(source) for source in sources]))
         return
     dp.create_streaming_table(
         name=spec.name, comment=spec.comment, schema=spec.schema_ddl, table_properties=properties
     )
-    for source in settings.sources:
+    for source in sources:
         flow = f"{spec.name}_from_{source.alias.replace('-', '_')}"
         dp.append_flow(target=spec.name, name=flow)(partial(records_of, source))
 
@@ -142,6 +151,17 @@ _per_source_cluster(
     BRONZE_GROUP_OFFSETS,
     lambda source: _landed(group_offsets_stream(spark, settings, source), sf.lit(source.alias)),
 )
+
+
+if settings.k2k_tracing_routes:
+    # Each snapshot searched on the target through K2K's tracing headers, on the driver (the data
+    # source's planning); a live read like the snapshots above, so it is bronze's to keep.
+    _routes = {route.alias: route for route in settings.k2k_tracing_routes}
+    _per_source_cluster(
+        K2K_TRACING_LOOKUPS,
+        lambda source: k2k_tracing_stream(spark, settings, _routes[source.alias]),
+        tuple(source for source in settings.sources if source.alias in _routes),
+    )
 
 
 @_bronze_table(CLUSTER_HEALTH)

@@ -3,8 +3,8 @@ failover apply job reads), and MM2's replication progress (replication_progress_
 replication_progress) with the per-group failover data loss (rules in
 offsetlake.pipeline.progress_spark).
 
-K2K (when configured): k2k_tracing_lookups searches the target for each new snapshot on K2K's
-record-tracing headers (pipeline/tracing_spark.py), feeding the k2k_tracing_headers method;
+K2K (when configured): k2k_tracing_lookups (bronze: each snapshot searched on the target on K2K's
+record-tracing headers, on the driver) feeds the k2k_tracing_headers method;
 k2k_mapping_conflicts flags the newest snapshots whose mapping translation rests on a source record
 mapped to two target topics (the apply refuses those by default).
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
-from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.pipeline.history import (
     checkpoint_observations,
     latest_offsets,
@@ -41,7 +40,7 @@ from offsetlake.pipeline.history import (
     tracing_observations,
     versions_by_auto_cdc,
 )
-from offsetlake.pipeline.kafka_readers import kafka_client_options, pipeline_settings
+from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.latest_group_offsets import latest_group_offsets, latest_group_offsets_by_auto_cdc
 from offsetlake.pipeline.progress_spark import (
     failover_data_loss,
@@ -67,7 +66,6 @@ from offsetlake.pipeline.tables import (
     SOURCE_LOG_OFFSETS,
     TRANSLATION_OBSERVATIONS,
 )
-from offsetlake.pipeline.tracing_spark import tracing_lookups
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)
@@ -120,23 +118,6 @@ if settings.mappings_topics:
     )
     def k2k_mapping_conflicts() -> DataFrame:
         return mapping_conflicts(spark.read.table("newest_group_offsets"), spark.read.table("known_mappings"))
-
-
-if settings.k2k_tracing_routes:
-
-    @dp.table(
-        name=K2K_TRACING_LOOKUPS.name,
-        comment=K2K_TRACING_LOOKUPS.comment,
-        schema=K2K_TRACING_LOOKUPS.schema_ddl,
-    )
-    def k2k_tracing_lookups() -> DataFrame:
-        return tracing_lookups(
-            spark.readStream.table(SILVER_GROUP_OFFSETS.name),
-            settings.k2k_tracing_routes,
-            settings.k2k_tracing_headers,
-            kafka_options_to_librdkafka(kafka_client_options(settings, settings.target_bootstrap_servers)),
-            settings.cluster_timeout_ms / 1000,
-        )
 
 
 if settings.gold_incremental == "auto_cdc":
