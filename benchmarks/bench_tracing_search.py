@@ -5,7 +5,7 @@ leaves them: ``--preexisting`` records without headers first (data the target he
 the traced records of source orders[0] with a gap every 7th source offset (filtered records,
 transaction markers), a record of another source partition every 5th target offset. Then looks up
 ``--lookups`` committed positions spread over the whole source range, in one call (one consumer,
-as one Arrow batch of the pipeline's UDF), ``--repeat`` times, and prints the median seconds per
+as the pipeline's driver searches one snapshot), ``--repeat`` times, and prints the median seconds per
 search, the probes per search (against log2 of the partition), the whole call, and whether every
 answer equals the brute-force rule (largest traced source offset <= U, + 1 when not exact).
 
