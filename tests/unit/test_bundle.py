@@ -464,7 +464,7 @@ def test_every_variable_is_declared_described_and_used(variables: dict[str, dict
 
 
 def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, dict[str, Any]]) -> None:
-    """The cluster addresses, prod's principal and who is told; dev sets all but the addresses."""
+    """The cluster addresses and who is told; dev sets all but the addresses, prod its principal."""
     required = {name for name, spec in variables.items() if "default" not in spec and "lookup" not in spec}
     assert required == {
         "source_clusters",
@@ -473,9 +473,11 @@ def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, 
         "notification_emails",
         "notification_destinations",
         "alert_subscriptions",
+        "dashboard_permissions",
     }
-    dev = load_yaml(BUNDLE_ROOT_FILE)["targets"]["dev"]["variables"]
-    assert required - set(dev) == {"source_clusters", "target_bootstrap_servers"}
+    targets = load_yaml(BUNDLE_ROOT_FILE)["targets"]
+    assert required - set(targets["dev"]["variables"]) == {"source_clusters", "target_bootstrap_servers"}
+    assert "service_principal" in targets["prod"]["variables"]  # committed: one prod copy
 
 
 def test_deploy_doc_names_every_variable(variables: dict[str, dict[str, Any]]) -> None:
