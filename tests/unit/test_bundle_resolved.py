@@ -77,7 +77,8 @@ def wheel_tasks(resolved: dict[str, Any]) -> dict[str, dict[str, Any]]:
         f"{key}.{task['task_key']}": task
         for key, job in resources_named(resolved, "jobs.*").items()
         for task in job["tasks"]
-        if "python_wheel_task" in task and task["python_wheel_task"]["parameters"][0] != "job-report"
+        if "python_wheel_task" in task
+        and task["python_wheel_task"]["parameters"][0] not in ("job-report", "pause-sync")
     }
 
 
@@ -285,7 +286,11 @@ def test_failover_fails_the_run_when_its_refresh_failed_but_apply_ran() -> None:
     assert leaves == {"report_outcome"}
     report = tasks["report_outcome"]
     assert report["run_if"] == "AT_LEAST_ONE_FAILED"
-    assert {d["task_key"] for d in report["depends_on"]} == {"refresh_pipeline", "apply_offsets"}
+    assert {d["task_key"] for d in report["depends_on"]} == {
+        "pause_sync",
+        "refresh_pipeline",
+        "apply_offsets",
+    }
     parameters = report["python_wheel_task"]["parameters"]
     assert parameters == ["job-report", "--run-id={{job.run_id}}", "--task-key=report_outcome"]
     parsed = build_parser().parse_args([p.replace("{{job.run_id}}", "123") for p in parameters])
@@ -533,3 +538,40 @@ def test_the_ci_recipe_counts_the_variables_it_shows() -> None:
     recipe = re.compile(r"the\s+same\s+(\w+)\s+environment\s+variables.*?```sh\n(.*?)```", re.DOTALL)
     ((count, block),) = recipe.findall(text)
     assert numbers[count] == len(re.findall(r"^export DATABRICKS_\w+=", block, re.MULTILINE))
+
+
+# --- a failover and the sync job never fight ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["plan", "apply"])
+def test_the_failovers_first_task_pauses_this_targets_sync_job(resolved: dict[str, Any], mode: str) -> None:
+    tasks = resolved["resources"]["jobs"]["offsetlake_failover"]["tasks"]
+    pause = tasks[0]
+    assert (pause["task_key"], pause.get("depends_on")) == ("pause_sync", None)
+    assert all(
+        "pause_sync" in {d["task_key"] for d in task["depends_on"]}
+        for task in tasks[1:]
+        if task["task_key"] != "apply_offsets"
+    )
+    deployed_id = "<deployed id of jobs.offsetlake_sync>"
+    argv = [
+        p.replace(deployed_id, "812").replace("{{job.parameters.mode}}", mode)
+        for p in pause["python_wheel_task"]["parameters"]
+    ]
+    assert f"--job-id={deployed_id}" in pause["python_wheel_task"]["parameters"]
+    parsed = build_parser().parse_args(argv)
+    sync_mode = wheel_tasks(resolved)["jobs.offsetlake_sync.sync_standby_groups"]["python_wheel_task"][
+        "parameters"
+    ][0]
+    assert (parsed.command, parsed.job_id, parsed.mode, parsed.sync_mode) == (
+        "pause-sync",
+        812,
+        mode,
+        sync_mode,
+    )
+
+
+def test_the_docs_say_how_to_resume_the_sync_after_a_failover() -> None:
+    text = " ".join(DEPLOY_DOC.read_text(encoding="utf-8").split())
+    assert "**Resuming the sync job after a failover.**" in text
+    assert "any `databricks bundle deploy -t prod` resumes it" in text
