@@ -17,7 +17,12 @@ from pyspark.sql import SparkSession
 
 from offsetlake.apply import pending_audit
 from offsetlake.apply.arrow_store import ArrowGoldStore
-from offsetlake.apply.pending_audit import AuditNotFoldedError, fold_pending_audit, pending_files
+from offsetlake.apply.pending_audit import (
+    AuditNotFoldedError,
+    fold_before_queries,
+    fold_pending_audit,
+    pending_files,
+)
 from offsetlake.apply.store import SparkGoldStore
 from offsetlake.local.home import HOME_ENV
 from tests.integration.test_gold_stores import at, audit_records, schema_name, warehouse_of
@@ -73,6 +78,24 @@ def test_a_fold_is_one_commit_and_a_fold_that_died_before_removing_adds_nothing_
     assert {row["run_id"] for row in rows} == set(runs)
     assert fold_pending_audit(spark, tmp_path) == 0
     assert SparkGoldStore(spark, schema).last_applied() == store.last_applied() != {}
+
+
+def test_queries_find_an_audit_table_and_are_told_when_it_cannot_be_made(
+    spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """No run audited yet: an empty apply_audit, not TABLE_OR_VIEW_NOT_FOUND. Files no table owns
+    where it would live (an append that died creating it): the reason, for the queries' output."""
+    schema = schema_name(unique_name, "empty_audit")
+    assert fold_before_queries(spark, tmp_path, schema) is None
+    assert spark.sql(f"SELECT count(*) FROM `{schema}`.apply_audit").first()[0] == 0
+
+    orphaned = schema_name(unique_name, "orphaned_audit")
+    location = warehouse_of(spark) / f"{orphaned}.db" / "apply_audit"
+    location.mkdir(parents=True)
+    (location / "part-00000.parquet").write_bytes(b"PAR1")
+    reason = fold_before_queries(spark, tmp_path, orphaned)
+    assert reason is not None
+    assert reason.startswith(f"`{orphaned}`.`apply_audit` could not be created ([LOCATION_ALREADY_EXISTS]")
 
 
 def _sql(home: Path, *command: str) -> subprocess.CompletedProcess[str]:

@@ -159,11 +159,15 @@ def fold_before_queries(spark: SparkSession, home: Path, schema: str) -> str | N
     A fold that fails is not the query's failure: its reason, naming where the rows wait, is
     returned for the caller to print, else None.
     """
+    from pyspark.errors import PySparkException
+
     try:
         fold_pending_audit(spark, home)
+        create_audit_table(spark, schema)
     except AuditNotFoldedError as error:
         return str(error)
-    create_audit_table(spark, schema)
+    except PySparkException as error:
+        return f"{audit.audit_table_name(schema)} could not be created ({_first_line(error)})"
     return None
 
 
