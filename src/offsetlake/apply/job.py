@@ -70,7 +70,7 @@ from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.durations import format_duration
 from offsetlake.errors import OffsetlakeError
-from offsetlake.jobs.session import get_spark, on_databricks
+from offsetlake.jobs.session import fold_local_audit, get_spark, on_databricks
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
 from offsetlake.kafka.checkpoint_tail import CheckpointTailError, read_checkpoint_tail
@@ -228,7 +228,9 @@ def gold_store_for(request: ApplyRequest) -> GoldStore:
     """
     schema = request.schema or LOCAL_SCHEMA
     if request.catalog or on_databricks():
-        return SparkGoldStore(get_spark(), schema, request.catalog)
+        spark = get_spark()
+        fold_local_audit(spark)  # the Spark store reads apply_audit: runs without Spark audited too
+        return SparkGoldStore(spark, schema, request.catalog)
     from offsetlake.apply.arrow_store import ArrowGoldStore
 
     home = local_home()
