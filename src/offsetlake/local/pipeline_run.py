@@ -471,6 +471,7 @@ def run_pipeline(
     timeout_s: float | None = None,
     kafka_properties: Path | None = None,
     server: WarmServer | None = None,
+    stop: threading.Event | None = None,
 ) -> PipelineRunResult:
     """Run one pipeline update; ``echo`` receives each progress line (the full log goes to a file).
 
@@ -485,7 +486,11 @@ def run_pipeline(
     process is using is refused before anything is touched (pipeline/home_lock.py).
 
     With ``server`` (a started WarmServer of the same home and Kafka properties) the update runs
-    on it instead of starting its own Spark; ``spark_conf`` then only holds runtime settings.
+    on it instead of starting its own Spark; ``spark_conf`` then only holds runtime settings. A
+    failed update stops that server before gold is settled: its flows may still be running.
+
+    Setting ``stop`` (a signal handler may) ends the update as a failure, gold settled as above; so
+    does a flow failing on an error of the graph (``RunLog.graph_errors``).
     """
     home = (home or local_home()).resolve()
     if server is not None:
@@ -503,7 +508,17 @@ def run_pipeline(
             timeout_s=timeout_s,
             kafka_properties=kafka_properties,
             server=server,
+            stop=stop if stop is not None else threading.Event(),
         )
+
+
+def existing_tables(home: Path) -> frozenset[str]:
+    """The tables of the local schema that exist on ``home`` (each is a directory of the warehouse,
+    ``spark.sql.warehouse.dir``, from its creation on)."""
+    schema = home / "warehouse" / f"{LOCAL_SCHEMA}.db"
+    if not schema.is_dir():
+        return frozenset()
+    return frozenset(path.name for path in schema.iterdir() if path.is_dir())
 
 
 def _await_metastore_released(home: Path, timeout_s: float = 20.0) -> None:
@@ -540,6 +555,7 @@ def _run_update(
     timeout_s: float | None,
     kafka_properties: Path | None,
     server: WarmServer | None,
+    stop: threading.Event,
 ) -> PipelineRunResult:
     guard = GoldGuard(home)
     recovered = guard.recover()
@@ -561,18 +577,18 @@ def _run_update(
         command = spark_pipelines_command(spec_path, full_refresh, refresh)
         env = {**_spark_env(home, kafka_properties), **server.client_env()}
     log = RunLog()
-    graph_error = threading.Event()
 
     def on_line(line: str) -> None:
         log_file.write(line)
         log.feed(line)
         if echo is not None and _EVENT.match(line):
             echo(line.rstrip("\n"))
-        if not graph_error.is_set() and log.graph_errors():
-            graph_error.set()  # the engine would retry it with back-off for minutes
+        if not stop.is_set() and log.graph_errors():
+            stop.set()  # the engine would retry it with back-off for minutes
 
     guard.protect()
     completed: set[str] = set()
+    succeeded = False
     try:
         with log_path.open("w", encoding="utf-8") as log_file, interruptible():
             child = run_group(
@@ -581,7 +597,7 @@ def _run_update(
                 env=env,
                 on_line=on_line,
                 timeout_s=timeout_s,
-                stop=graph_error,
+                stop=stop,
             )
             if server is None:
                 _await_metastore_released(home)
@@ -591,9 +607,13 @@ def _run_update(
         completed = {
             outcome.name.rsplit(".", 1)[-1] for outcome in log.outcomes() if outcome.state == "COMPLETED"
         }
+        if stop.is_set() and not succeeded and not log.graph_errors():
+            explanation = f"stopped on request ({explanation})"
         if succeeded:
             completed.update(GUARDED_TABLES)
     finally:
+        if server is not None and not succeeded:
+            server.stop()  # its flows may outlive the client; none may write while gold is settled
         restored = guard.settle(completed)
     return PipelineRunResult(
         succeeded=succeeded,
