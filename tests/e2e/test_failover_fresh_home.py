@@ -33,6 +33,8 @@ TARGET_ALIAS = "dr"
 TOPIC = "orders"
 PARTITIONS = 2
 GROUPS = ("app-0", "app-1", "app-2")
+REFRESH_TIMEOUT_S = 800
+"""Generous: a busy 2-core machine (measured: a load of 30) must not fail a refresh that completes."""
 COMMAND_TIMEOUT_S = 900
 
 
@@ -109,7 +111,7 @@ def _gold_offsets(pair: Pair, group: str) -> dict[int, int]:
 def test_a_healthy_failover_on_a_fresh_home_refreshes_every_table_and_applies_gold(pair: Pair) -> None:
     assert not (pair.home / "warehouse").exists()
     started = time.monotonic()
-    run = pair.cli("failover")
+    run = pair.cli("failover", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
     seconds = time.monotonic() - started
     report = run.stdout + run.stderr
     print(f"\nhealthy failover on a fresh home (a full update): {seconds:.1f}s\n{run.stdout}")  # with -s
@@ -127,7 +129,7 @@ def test_a_healthy_failover_on_a_fresh_home_refreshes_every_table_and_applies_go
 def test_the_next_healthy_failover_refreshes_only_the_selection(pair: Pair) -> None:
     history = len(pair.rows("replication_progress_history"))
     started = time.monotonic()
-    run = pair.cli("failover")
+    run = pair.cli("failover", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
     seconds = time.monotonic() - started
     report = run.stdout + run.stderr
     print(f"\nhealthy failover on a home with every table (a selection): {seconds:.1f}s")  # with -s

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from offsetlake.cli import pipeline as pipeline_cli
 from offsetlake.cli.context import Context
-from offsetlake.cli.pipeline import handle_run, update_line
+from offsetlake.cli.pipeline import handle_run, run_every, update_line
 from offsetlake.cli.render import sql_table
-from offsetlake.errors import InvalidValueError, UsageError
+from offsetlake.errors import InvalidValueError, StopSignalError, UsageError
 from offsetlake.local import pipeline_run
+from offsetlake.local.locks import HomeInUseError
 from offsetlake.local.pipeline_run import (
     ConnectServerError,
     PipelineRunResult,
@@ -331,3 +333,57 @@ def test_the_sync_loop_refuses_a_repeated_full_refresh_and_a_zero_interval() -> 
         handle_run(argparse.Namespace(every=timedelta(seconds=60), full_refresh=True), context)
     with pytest.raises(UsageError, match="above zero"):
         handle_run(argparse.Namespace(every=timedelta(0), full_refresh=False), context)
+
+
+class _IdleServer:
+    """A WarmServer stand-in: always up, starts no JVM."""
+
+    url = "sc://localhost:0"
+
+    def __init__(self, *_: object, **__: object) -> None:
+        pass
+
+    def __enter__(self) -> _IdleServer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+    def restart(self) -> None:
+        pass
+
+
+def test_the_sync_loop_skips_an_update_whose_run_lock_a_reader_holds_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failover's gold reads hold the run lock shared: that round is skipped, not a failure."""
+    outcomes: list[object] = [HomeInUseError("local home is in use by process 42 (offsetlake failover)")]
+    outcomes += [_result(True, 0), StopSignalError(15)]
+
+    def update(*_: object, **__: object) -> PipelineRunResult:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        assert isinstance(outcome, PipelineRunResult)
+        return outcome
+
+    monkeypatch.setattr(pipeline_cli, "WarmServer", _IdleServer)
+    monkeypatch.setattr(pipeline_cli, "run_pipeline", update)
+    context = Context(out=io.StringIO(), err=io.StringIO())
+    settings = PipelineSettings(
+        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+    )
+    with pytest.raises(StopSignalError):
+        run_every(settings, tmp_path, timedelta(milliseconds=1), None, context)
+    lines = context.out.getvalue().splitlines()
+    assert lines[1].endswith("update 1: skipped: local home is in use by process 42 (offsetlake failover)")
+    assert lines[2].endswith("update 2: completed in 1.0s")

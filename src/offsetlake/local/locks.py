@@ -55,7 +55,7 @@ class HomeInUseError(ExternalError):
 def check_home_free(home: Path) -> None:
     """Raise HomeInUseError naming the holder when another process has ``home``'s metastore open
     (this process's own Spark JVM does not count)."""
-    holder = _derby_holder(home / DERBY_LOCK)
+    holder = _lock_holder(home / DERBY_LOCK, "POSIX")
     if holder is not None and holder not in (os.getpid(), _own_jvm()):
         raise HomeInUseError(_in_use(home, holder))
 
@@ -216,6 +216,7 @@ def _lock_holder(lock_path: Path, kind: str) -> int | None:
     device = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
     for line in table.splitlines():
         fields = line.split()
+        # "1: POSIX  ADVISORY  WRITE 3656 fe:00:2146504 0 EOF"; waiters have "->" after the number.
         if "->" in fields or len(fields) < 6:
             continue
         if fields[1] == kind and fields[5] == device and fields[4].isdigit():
@@ -255,24 +256,6 @@ def _own_jvm() -> int | None:
 
     process = getattr(SparkContext._gateway, "proc", None)
     return None if process is None else process.pid
-
-
-def _derby_holder(lock_path: Path) -> int | None:
-    """PID holding a POSIX lock on ``lock_path`` according to /proc/locks, else None."""
-    try:
-        stat = lock_path.stat()
-        table = Path("/proc/locks").read_text()
-    except OSError:
-        return None
-    device = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
-    for line in table.splitlines():
-        fields = line.split()
-        # "1: POSIX  ADVISORY  WRITE 3656 fe:00:2146504 0 EOF"; waiters have "->" after the number.
-        if "->" in fields or len(fields) < 6:
-            continue
-        if fields[1] == "POSIX" and fields[5] == device and fields[4].isdigit():
-            return int(fields[4])
-    return None
 
 
 def _in_use(home: Path, pid: int) -> str:
