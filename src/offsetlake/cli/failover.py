@@ -106,6 +106,8 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
             print(line, file=context.out)
 
     result = run_failover(request, echo=echo, secrets=context.secrets)
+    if result.loop_stood_aside is not None:
+        print(result.loop_stood_aside, file=context.out)
     out, err = render.failover_report(result)
     for line in out:
         print(line, file=context.out)
