@@ -4,7 +4,8 @@ and latest_offsets.
 An *observation* is one translated offset for (source_cluster, consumer_group, topic, partition)
 by one method at one time:
 
-- ``checkpoint``: each MM2 checkpoint, observed at its Kafka timestamp (when MM2 listed offsets);
+- ``checkpoint``: each MM2 checkpoint, observed at its Kafka timestamp (when MM2 listed offsets),
+  ordered by its offset in its checkpoints topic (``observation_order``);
 - ``offset_sync``: each source group-offset snapshot translated with the offset syncs known when
   it was ingested (translation_spark.translate_with_offset_syncs), observed at the snapshot time;
 - ``mapping``: each snapshot translated through the record-level mappings then known (largest mapped
@@ -17,13 +18,19 @@ translates only the new checkpoints and snapshots). A sync that arrives late (MM
 rewrite an earlier snapshot's observation; the next snapshot of the group, taken every refresh,
 is translated with it and shows up as a new version when the translation changes.
 
-*Versions* (offset_versions) are SCD type 2 over the observations, exactly as AUTO CDC stores
-them: per (key, method), ordered by the sequence (observed_at, observation_order), a new version
-starts when downstream_offset or upstream_offset changes; the other columns hold the version's
-newest observation; ``__START_AT``/``__END_AT`` are the sequences of the version's first
-observation and of the next version's. On Databricks AUTO CDC maintains the table incrementally
-(``versions_by_auto_cdc``); locally ``offset_versions`` computes the same table from all
-observations (the open-source engine has no MERGE for a Parquet table).
+*Versions* (offset_versions) are SCD type 2 over the observations, exactly as AUTO CDC stores them:
+per (key, method), ordered by the sequence (observation_order, observed_at), a new version starts
+when downstream_offset or upstream_offset changes; the other columns hold the version's newest
+observation; ``__START_AT``/``__END_AT`` are the sequences of the version's first observation and of
+the next version's. The order is Kafka's where Kafka has one: a key's checkpoints all come from one
+checkpoints topic (named after the source alias) and MM2 writes its one partition, so their record
+offsets order them, whatever MM2's worker clocks stamped (a task moved to a worker with an earlier
+clock steps the timestamps back; ordering by them would let an older checkpoint win). The other
+methods have no such coordinates (observation_order 0): their observation time orders them. The
+failover's twin (apply/catch_up.py) orders the same way. On Databricks AUTO CDC maintains the table
+incrementally (``versions_by_auto_cdc``; a table made with the earlier (observed_at,
+observation_order) sequence needs a full refresh); locally ``offset_versions`` computes the same
+table from all observations (the open-source engine has no MERGE for a Parquet table).
 
 ``offset_history`` and ``latest_offsets`` read the versions in both places: history is every
 version with valid_from/valid_to; latest picks one method per key among the current versions, by
@@ -192,14 +199,19 @@ START_AT: Final = "__START_AT"
 END_AT: Final = "__END_AT"
 
 
+SEQUENCE: Final = ("observation_order", "observed_at")
+"""The order of one (key, method)'s observations: the checkpoint record's offset in its checkpoints
+topic (0 for the other methods), then the observation time."""
+
+
 def observation_sequence() -> Column:
-    """AUTO CDC's sequence_by: observation time, then the order among observations at that instant."""
-    return sf.struct(sf.col("observed_at"), sf.col("observation_order"))
+    """AUTO CDC's sequence_by, and the local engine's order (SEQUENCE)."""
+    return sf.struct(*[sf.col(name) for name in SEQUENCE])
 
 
 def offset_versions(observations: DataFrame) -> DataFrame:
     """The SCD type 2 table AUTO CDC keeps from ``observations`` (see the module docstring), at once."""
-    in_order = Window.partitionBy(*VERSION_KEY).orderBy("observed_at", "observation_order")
+    in_order = Window.partitionBy(*VERSION_KEY).orderBy(*SEQUENCE)
     running = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     changed = sf.lit(False)
     for column in TRACKED_COLUMNS:

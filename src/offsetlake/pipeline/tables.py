@@ -288,10 +288,10 @@ _OBSERVATION: Final = (
     (
         "observation_order",
         "BIGINT",
-        "Tie-break among observations at one instant: the checkpoint record offset, else 0",
+        "Order of a checkpoint among its key's: its record offset in the checkpoints topic; else 0",
     ),
 )
-_SEQUENCE: Final = "STRUCT<observed_at: TIMESTAMP, observation_order: BIGINT>"
+_SEQUENCE: Final = "STRUCT<observation_order: BIGINT, observed_at: TIMESTAMP>"
 TRANSLATION_OBSERVATIONS: Final = TableSpec(
     "translation_observations",
     "Every translated offset by every method, appended as it is observed: each checkpoint, and each "
@@ -309,7 +309,7 @@ OFFSET_VERSIONS: Final = TableSpec(
         (
             "__START_AT",
             _SEQUENCE,
-            "Sequence (observed_at, observation_order) of the version's first observation",
+            "Sequence (observation_order, observed_at) of the version's first observation",
         ),
         ("__END_AT", _SEQUENCE, "Sequence of the next version's first observation; NULL while current"),
     ),
