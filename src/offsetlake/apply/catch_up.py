@@ -117,10 +117,12 @@ def _translation(key: Key, records: list[TailRecord], current: GoldOffset | None
 
 
 def _unchanged(candidate: GoldOffset, current: GoldOffset) -> bool:
-    """Gold's row already is this checkpoint (the same version, observed last at the same time): the
-    tail adds nothing to it. Equal stamps alone prove nothing: MM2's clocks may repeat one."""
+    """Gold's row already is this checkpoint (the same version, observed last at the same time, with
+    the same metadata): the tail adds nothing to it. Equal stamps alone prove nothing: MM2's clocks
+    may repeat one."""
     return (
         current.method == candidate.method
+        and current.metadata == candidate.metadata
         and current.upstream_offset == candidate.upstream_offset
         and current.downstream_offset == candidate.downstream_offset
         and current.source_timestamp == candidate.source_timestamp
