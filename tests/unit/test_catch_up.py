@@ -40,6 +40,7 @@ def gold(
         "method": method,
         "observed_at": T0 - timedelta(minutes=1),
         "upstream_offset": upstream,
+        "metadata": "m",
         **extra,
     }
     return GoldOffset(**values)  # type: ignore[arg-type]
