@@ -207,7 +207,6 @@ def test_the_databricks_branch_declares_auto_cdc_with_the_arguments_the_model_ch
         source=TRANSLATION_OBSERVATIONS.name,
         target=OFFSET_VERSIONS.name,
         comment=OFFSET_VERSIONS.comment,
-        schema=OFFSET_VERSIONS.schema_ddl,
     )
     (table_call, table_args), (flow_call, flow_args) = calls
     assert table_call == "create_streaming_table" and table_args["name"] == OFFSET_VERSIONS.name
