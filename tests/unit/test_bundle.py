@@ -209,6 +209,8 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
         "--allow-rewind={{job.parameters.allow_rewind}}",
         "--max-age={{job.parameters.max_age}}",
         "--checkpoint-tail=true",
+        "--set", "offsetlake.replication.policy=${var.replication_policy}",
+        "--set", "offsetlake.replication.separator=${var.replication_separator}",
         "--catalog", "${resources.schemas.offsetlake_schema.catalog_name}",
         "--schema", schema,
         "--target-bootstrap-servers", "${var.target_bootstrap_servers}",
