@@ -21,7 +21,18 @@ that decide what gets deployed, each after the CLI source that does it (databric
    `resource_mutator.go` (a schedule without a pause status is UNPAUSED, a pipeline's channel CURRENT);
 6. resolve `${resources.<type>.<key>.<field>}` against the resources as they are now, prefixes
    included (acceptance test `resource_deps/resources_var_presets`); fields that exist only after
-   deployment (`id`) become `<deployed id of …>`.
+   deployment (`id`) become `<deployed id of …>`;
+7. permissions (`resourcemutator/apply_bundle_permissions.go`, then `fix_permissions.go`): the
+   top-level `permissions` copied onto every resource type of `levelsMap`, each level translated
+   for the type (CAN_VIEW is READ on a secret scope), skipped with a warning for a principal the
+   resource already lists; then the deploying identity added to every resource's list (IS_OWNER on
+   jobs and pipelines, CAN_MANAGE elsewhere; never on secret scopes) and one level per principal;
+8. `bundle validate`'s permission diagnostics (`bundle/permissions/permission_diagnostics.go`):
+   with a top-level `permissions` section, a recommendation unless the deploying identity or one
+   of its groups has CAN_MANAGE there.
+
+`secret_scope_acls` adds what the plan phase does to a secret scope (`secret_scope_fixups.go`,
+direct engine only): MANAGE for the deploying identity, then one level per principal, the highest.
 
 What it does not model: merging job tasks by key, path translation, Python-defined resources.
 """
@@ -64,6 +75,8 @@ class Identity:
 
     user_name: str
     display_name: str = ""
+    groups: tuple[str, ...] = ()
+    """Display names of the identity's groups (`current_user.groups`)."""
 
     @property
     def is_service_principal(self) -> bool:
@@ -266,6 +279,7 @@ def _workspace_paths(configuration: dict[str, Any], identity: Identity) -> None:
     workspace["current_user"] = {
         "userName": identity.user_name,
         "short_name": identity.short_name,
+        "groups": [{"display": group} for group in identity.groups],
     }
     root = workspace.get("root_path") or "~/.bundle/${bundle.name}/${bundle.target}"
     root = root.replace("~", f"/Workspace/Users/{identity.user_name}", 1) if root.startswith("~") else root
@@ -334,6 +348,171 @@ def _resolve_resource_references(configuration: dict[str, Any]) -> dict[str, Any
     return _walk_strings(configuration, lambda s: _interpolate(s, lookup))
 
 
+# apply_bundle_permissions.go levelsMap: a top-level level -> the level it becomes per resource type.
+LEVELS_MAP: dict[str, dict[str, str]] = {
+    "jobs": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_VIEW", "CAN_RUN": "CAN_MANAGE_RUN"},
+    "pipelines": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_VIEW", "CAN_RUN": "CAN_RUN"},
+    "experiments": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_READ"},
+    "models": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_READ"},
+    "model_serving_endpoints": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_VIEW", "CAN_RUN": "CAN_QUERY"},
+    "dashboards": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_READ"},
+    "genie_spaces": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_READ"},
+    "apps": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_USE"},
+    "secret_scopes": {"CAN_MANAGE": "MANAGE", "CAN_VIEW": "READ"},
+    "alerts": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_READ", "CAN_RUN": "CAN_RUN"},
+    "sql_warehouses": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_VIEW", "CAN_RUN": "CAN_MONITOR"},
+    "database_instances": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_USE"},
+    "postgres_projects": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_USE"},
+    "clusters": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_ATTACH_TO", "CAN_RUN": "CAN_RESTART"},
+    "vector_search_endpoints": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_USE"},
+    "instance_pools": {"CAN_MANAGE": "CAN_MANAGE", "CAN_VIEW": "CAN_ATTACH_TO"},
+}
+PRINCIPAL_FIELDS = ("user_name", "service_principal_name", "group_name")
+HAS_IS_OWNER = frozenset({"jobs", "pipelines", "sql_warehouses"})  # fix_permissions.go hasIsOwner
+# resources.GetMaxLevel's order, for the levels this bundle can meet (lowest first).
+LEVEL_RANK = ("CAN_VIEW", "CAN_READ", "CAN_RUN", "CAN_MANAGE_RUN", "CAN_MANAGE", "IS_OWNER")
+SECRET_SCOPE_RANK = {"READ": 1, "WRITE": 2, "MANAGE": 3}  # secret_scope_fixups.go permissionRank
+
+
+def principal_of(permission: Mapping[str, Any]) -> tuple[str, str]:
+    """(field, name) of a permission entry: who it is for."""
+    for field in PRINCIPAL_FIELDS:
+        if permission.get(field):
+            return field, permission[field]
+    raise BundleResolutionError(f"a permission names no principal: {dict(permission)}")
+
+
+def _apply_bundle_permissions(configuration: dict[str, Any], warnings: list[str]) -> None:
+    """apply_bundle_permissions.go: the top-level permissions onto every resource of a levelsMap type."""
+    top_level = configuration.get("permissions") or []
+    for permission in top_level:
+        if permission["level"] not in ("CAN_MANAGE", "CAN_VIEW", "CAN_RUN"):
+            raise BundleResolutionError(f"invalid permission level: {permission['level']}")
+    for kind, levels in LEVELS_MAP.items():
+        for resource in configuration["resources"].get(kind, {}).values():
+            listed = list(resource.get("permissions") or [])
+            added = []
+            for permission in top_level:
+                if permission["level"] not in levels:
+                    continue
+                field, name = principal_of(permission)
+                if any(entry.get(field) == name for entry in listed):
+                    label = {"group_name": "group", "user_name": "user name"}.get(
+                        field, "service principal name"
+                    )
+                    warnings.append(f"'{kind}' already has permissions set for '{name}' {label}")
+                    continue
+                added.append({"level": levels[permission["level"]], field: name})
+            if listed or added:
+                resource["permissions"] = listed + added
+
+
+def _fix_permissions(configuration: dict[str, Any]) -> None:
+    """fix_permissions.go: the deploying identity manages every resource that lists permissions."""
+    current = configuration["workspace"]["current_user"]["userName"]
+    field = "service_principal_name" if Identity(current).is_service_principal else "user_name"
+    for kind, group in configuration["resources"].items():
+        if kind == "secret_scopes":
+            continue
+        for resource in group.values():
+            listed = resource.get("permissions")
+            if not isinstance(listed, list):
+                continue
+            mine = [p for p in listed if current in (p.get("user_name"), p.get("service_principal_name"))]
+            owner_set = any(p["level"] == "IS_OWNER" for p in listed)
+            if any(p["level"] == "IS_OWNER" for p in mine):
+                pass
+            elif kind in HAS_IS_OWNER and not owner_set:
+                manage = next((p for p in mine if p["level"] == "CAN_MANAGE"), None)
+                if manage is not None:
+                    manage["level"] = "IS_OWNER"
+                else:
+                    listed.append({"level": "IS_OWNER", field: current})
+            elif not any(p["level"] == "CAN_MANAGE" for p in mine):
+                listed.append({"level": "CAN_MANAGE", field: current})
+            highest: dict[tuple[str, str], str] = {}
+            for permission in listed:
+                who = principal_of(permission)
+                previous = highest.get(who, permission["level"])
+                highest[who] = max(previous, permission["level"], key=_level_rank)
+            resource["permissions"] = [{"level": level, who[0]: who[1]} for who, level in highest.items()]
+
+
+def _level_rank(level: str) -> int:
+    return LEVEL_RANK.index(level) if level in LEVEL_RANK else -1
+
+
+def _permission_diagnostics(configuration: Mapping[str, Any], warnings: list[str]) -> None:
+    """permission_diagnostics.go: a top-level section that does not let the deployer manage."""
+    top_level = configuration.get("permissions") or []
+    if not top_level:
+        return
+    user = configuration["workspace"]["current_user"]
+    groups = {group["display"] for group in user.get("groups", [])}
+    for permission in top_level:
+        if permission["level"] != "CAN_MANAGE":
+            continue
+        if user["userName"] in (permission.get("user_name"), permission.get("service_principal_name")):
+            return
+        if permission.get("group_name") in groups:
+            return
+    warnings.append(
+        f"permissions section should explicitly include the current deployment identity '{user['userName']}' "
+        "or one of its groups"
+    )
+
+
+def secret_scope_acls(resolved: Mapping[str, Any], key: str) -> dict[tuple[str, str], str]:
+    """The ACLs the direct engine puts on a secret scope (secret_scope_fixups.go), per principal.
+
+    The creator of a scope holds MANAGE on it whatever the bundle says, so the fix-up adds MANAGE for
+    the deploying identity, then keeps one level per principal, the highest (MANAGE > WRITE > READ).
+    """
+    if resolved["bundle"].get("engine", "direct") != "direct":
+        raise BundleResolutionError("secret_scope_acls models the direct engine only")
+    listed = list(resolved["resources"]["secret_scopes"][key].get("permissions") or [])
+    current = resolved["workspace"]["current_user"]["userName"]
+    field = "service_principal_name" if Identity(current).is_service_principal else "user_name"
+    if not any(
+        current in (p.get("user_name"), p.get("service_principal_name")) and p["level"] == "MANAGE"
+        for p in listed
+    ):
+        listed.append({"level": "MANAGE", field: current})
+    acls: dict[tuple[str, str], str] = {}
+    for permission in listed:
+        if permission["level"] not in SECRET_SCOPE_RANK:
+            raise BundleResolutionError(f"unknown permission level {permission['level']!r} for secret scope")
+        who = principal_of(permission)
+        if SECRET_SCOPE_RANK[permission["level"]] > SECRET_SCOPE_RANK.get(acls.get(who, ""), 0):
+            acls[who] = permission["level"]
+    return acls
+
+
+@dataclass(frozen=True)
+class DestroyPlan:
+    """What `bundle destroy` does with a deployment of these resources (direct engine)."""
+
+    refused_by: tuple[str, ...]
+    """Resources with lifecycle.prevent_destroy: any one refuses the whole destroy (phases/destroy.go
+    approvalForDestroy -> plan.go checkForPreventDestroy)."""
+    dropped_schemas: tuple[str, ...]
+    """catalog.schema of every schema deleted, with force: its tables go with it whatever the
+    pipeline's cascade_on_destroy says (direct/dresources/schema.go DoDelete, Force: true)."""
+
+
+def destroy_plan(resolved: Mapping[str, Any]) -> DestroyPlan:
+    """`bundle destroy` of the deployment `resolved` describes: every resource in the state is deleted."""
+    resources = resolved["resources"]
+    refused = tuple(
+        f"resources.{kind}.{key}"
+        for kind, group in resources.items()
+        for key, resource in group.items()
+        if (resource.get("lifecycle") or {}).get("prevent_destroy")
+    )
+    schemas = tuple(f"{s['catalog_name']}.{s['name']}" for s in resources.get("schemas", {}).values())
+    return DestroyPlan(refused, () if refused else schemas)
+
+
 def resolve_bundle(
     target: str | None = None,
     *,
@@ -342,11 +521,13 @@ def resolve_bundle(
     environment: Mapping[str, str] | None = None,
     overrides_file: Mapping[str, Any] | None = None,
     root: Path = REPO_ROOT,
+    warnings: list[str] | None = None,
 ) -> dict[str, Any]:
     """The configuration `bundle validate -t <target> -o json` would print, as far as modelled.
 
     `variables` are --var values; `environment` holds BUNDLE_VAR_* entries; `overrides_file` is
-    the content of `.databricks/bundle/<target>/variable-overrides.json`.
+    the content of `.databricks/bundle/<target>/variable-overrides.json`. The permission warnings
+    and recommendations `bundle validate` would print are appended to `warnings`.
     """
     configuration = load_configuration(root)
     target = target or _default_target(configuration)
@@ -359,6 +540,12 @@ def resolve_bundle(
     configuration["variables"] = {name: {"value": value} for name, value in values.items()}
     _apply_presets(configuration)
     resolved = _resolve_resource_references(configuration)
+    found: list[str] = []
+    _apply_bundle_permissions(resolved, found)
+    _fix_permissions(resolved)
+    _permission_diagnostics(resolved, found)
+    if warnings is not None:
+        warnings.extend(found)
     leftover = sorted({m.group(0) for text in _strings(resolved) for m in REFERENCE.finditer(text)})
     if leftover:
         raise BundleResolutionError(f"unresolved references: {leftover}")

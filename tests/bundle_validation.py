@@ -24,8 +24,17 @@ from jsonschema.protocols import Validator
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESOURCES_DIR = REPO_ROOT / "resources"
 BUNDLE_ROOT_FILE = REPO_ROOT / "databricks.yml"
-# CI runs in a fresh clone with the shared/ checkout beside the repository.
-BUNDLE_SCHEMA_PATH = REPO_ROOT.parent / "shared" / "schemas" / "databricks-bundle.schema.json"
+# CI runs in a fresh clone with the shared/ checkout beside the repository; a git worktree one level
+# further down (<checkout>/../wt/<name>) finds the same checkout one directory higher.
+_SCHEMA_IN_SHARED = Path("shared") / "schemas" / "databricks-bundle.schema.json"
+BUNDLE_SCHEMA_PATH = next(
+    (
+        folder / _SCHEMA_IN_SHARED
+        for folder in REPO_ROOT.parents[:2]
+        if (folder / _SCHEMA_IN_SHARED).is_file()
+    ),
+    REPO_ROOT.parent / _SCHEMA_IN_SHARED,
+)
 
 VARIABLE_REFERENCE = re.compile(r"\$\{var\.([A-Za-z0-9_-]+)\}")
 

@@ -20,6 +20,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from offsetlake.local.home import HOME_ENV
 from tests.kafka_helpers import ClustersUnderTest
@@ -33,6 +34,12 @@ TARGET_BOOTSTRAP_ENV = "OFFSETLAKE_TEST_TARGET_BOOTSTRAP"
 # Distinguishes this session's names from earlier sessions' on a long-lived real cluster.
 _SESSION_TOKEN = uuid.uuid4().hex[:6]
 _UNSAFE_NAME_CHARS = re.compile(r"[^a-zA-Z0-9._-]")
+
+# No hypothesis test may depend on the machine's speed: a busy machine (a second test run, other
+# agents) took 244 ms over the default 200 ms deadline for one example of a pure function. A test's
+# own @settings may still change max_examples; the deadline stays off unless it sets one.
+settings.register_profile("offsetlake", deadline=None)
+settings.load_profile("offsetlake")
 
 # Python data sources and UDFs run in sc.pythonExec, which comes from PYSPARK_PYTHON only (default
 # "python3", which cannot import offsetlake), not from spark.pyspark.python. Set for the whole

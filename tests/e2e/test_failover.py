@@ -22,6 +22,7 @@ run in file order and share the scenario:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -212,9 +213,17 @@ def test_source_dead_before_the_first_refresh_fails_over_from_target_checkpoints
             for p in range(PARTITIONS)
         }, group
     assert outage.rows("latest_offsets") == []
-    audited = [r for r in outage.rows_with_pending_audit() if r["stage"] == "result"]
+    rows = outage.rows_with_pending_audit()
+    audited = [r for r in rows if r["stage"] == "result"]
     assert len(audited) == len(outage.checkpoints)
     assert all("from a checkpoint newer than gold" in r["reason"] for r in audited)
+    # The audit is where the report says: `offsetlake sql` reads every one of those rows there.
+    assert "audit: `offsetlake`.`apply_audit`" in report
+    columns = ["run_id", "stage", "consumer_group", "partition"]
+    queried = outage.cli("sql", "--json", f"SELECT {', '.join(columns)} FROM offsetlake.apply_audit")
+    assert queried.returncode == 0, queried.stderr[-4000:]
+    in_table = sorted(tuple(row) for row in json.loads(queried.stdout)[0]["rows"])
+    assert in_table == sorted(tuple(r[column] for column in columns) for r in rows)
 
 
 def test_source_dead_between_refreshes_keeps_gold_and_adds_new_checkpoints(outage: Outage) -> None:

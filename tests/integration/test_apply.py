@@ -36,8 +36,9 @@ from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply import audit
 from offsetlake.apply import job as apply_job
-from offsetlake.apply.arrow_store import ArrowGoldStore, fold_pending_audit
+from offsetlake.apply.arrow_store import ArrowGoldStore
 from offsetlake.apply.job import ApplyRequest, ApplyStatus
+from offsetlake.apply.pending_audit import fold_pending_audit
 from offsetlake.apply.planner import TargetState
 from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.cli.context import Context

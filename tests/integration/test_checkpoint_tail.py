@@ -1,4 +1,5 @@
-"""The checkpoint tail on a real broker: records after gold's high-water mark, decoded, bounded."""
+"""The checkpoint tail on a real broker: every record from the log start, decoded, found under the
+pipeline's replication policy, bounded."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from tests.kafka_helpers import create_topic, produce
 pytestmark = pytest.mark.kafka
 
 
-def test_records_after_the_high_water_mark_are_read_decoded_and_a_malformed_one_keeps_its_reason(
+def test_every_record_from_the_log_start_is_read_decoded_and_a_malformed_one_keeps_its_reason(
     target_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:
+    """Bronze may hold records gold never saw (a refresh cut short after bronze committed): the tail
+    starts at the log start, not at any high-water mark."""
     alias = unique_name("primary")
     topic = f"{alias}.checkpoints.internal"
     create_topic(target_bootstrap, topic)
@@ -27,17 +30,35 @@ def test_records_after_the_high_water_mark_are_read_decoded_and_a_malformed_one_
     records = [(*encode_checkpoint(c), 1_700_000_000_000 + n) for n, c in enumerate(checkpoints)]
     offsets = produce(target_bootstrap, topic, [*records, (b"\x00", b"\x00\x00")], one_per_batch=False)
 
-    tail = read_checkpoint_tail(
-        {"bootstrap.servers": target_bootstrap}, ReplicationPolicy(), {(topic, 0): offsets[1]}, timeout_s=30
-    )
+    tail = read_checkpoint_tail({"bootstrap.servers": target_bootstrap}, ReplicationPolicy(), timeout_s=30)
 
     mine = [record for record in tail.records if record.topic == topic]
-    assert topic in tail.topics
-    assert [record.offset for record in mine] == offsets[1:]
-    assert [record.checkpoint for record in mine[:2]] == checkpoints[1:]
+    assert topic in tail.topics and tail.unreadable == ()
+    assert [record.offset for record in mine] == offsets == [0, 1, 2, 3]
+    assert [record.checkpoint for record in mine[:3]] == checkpoints
     assert {record.source_cluster for record in mine} == {alias}
-    assert mine[0].timestamp.timestamp() == pytest.approx(1_700_000_000.001)
+    assert mine[1].timestamp.timestamp() == pytest.approx(1_700_000_000.001)
     assert mine[-1].checkpoint is None and mine[-1].error
+
+
+def test_a_custom_separator_finds_its_topic_and_the_default_policy_does_not(
+    target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    """MM2 names its internal topics with replication.policy.separator (KIP-690): the pipeline's
+    policy must be the tail's, or the tail reads nothing."""
+    alias = unique_name("east")
+    topic = f"{alias}_checkpoints_internal"
+    create_topic(target_bootstrap, topic)
+    checkpoint = Checkpoint("app", f"{alias}_orders", 0, 7, 7, "")
+    produce(target_bootstrap, topic, [(*encode_checkpoint(checkpoint), 1_700_000_000_000)])
+    config = {"bootstrap.servers": target_bootstrap}
+
+    tail = read_checkpoint_tail(config, ReplicationPolicy(separator="_"), timeout_s=30)
+    default = read_checkpoint_tail(config, ReplicationPolicy(), timeout_s=30)
+
+    assert topic in tail.topics and topic not in default.topics
+    (found,) = [record for record in tail.records if record.topic == topic]
+    assert (found.source_cluster, found.offset, found.checkpoint) == (alias, 0, checkpoint)
 
 
 def test_an_unreachable_target_costs_its_timeout_and_is_one_error() -> None:
@@ -46,7 +67,5 @@ def test_an_unreachable_target_costs_its_timeout_and_is_one_error() -> None:
         port = probe.getsockname()[1]
     started = time.monotonic()
     with pytest.raises(CheckpointTailError, match="cannot list the target's topics"):
-        read_checkpoint_tail(
-            {"bootstrap.servers": f"{LOOPBACK}:{port}"}, ReplicationPolicy(), {}, timeout_s=2
-        )
+        read_checkpoint_tail({"bootstrap.servers": f"{LOOPBACK}:{port}"}, ReplicationPolicy(), timeout_s=2)
     assert time.monotonic() - started < 10

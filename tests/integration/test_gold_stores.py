@@ -18,14 +18,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from offsetlake.apply import audit
-from offsetlake.apply.arrow_store import (
-    ArrowGoldStore,
-    fold_pending_audit,
-    pending_audit_dir,
-    pending_files,
-)
+from offsetlake.apply.arrow_store import ArrowGoldStore
 from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import GoldTableError
+from offsetlake.apply.pending_audit import fold_pending_audit, pending_audit_dir, pending_files
 from offsetlake.apply.planner import Action, GoldOffset, PlanRow, Selection
 from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.local.home import HOME_ENV
@@ -373,10 +369,11 @@ def test_a_schema_that_never_had_an_audit_table_gets_one_when_folded(
 # A local Spark session on a real home (Hive metastore in Derby), as every local command takes it.
 QUERY_THROUGH_THE_SESSION = """
 import json, sys
-from offsetlake.jobs.session import get_spark
+from offsetlake.jobs.session import fold_local_audit, get_spark
 from offsetlake.local.spark import stop_local_spark
 
 spark = get_spark()
+fold_local_audit(spark)
 rows = spark.sql("SELECT run_id, stage, count(*) FROM offsetlake.apply_audit GROUP BY 1, 2 ORDER BY 1, 2")
 print(json.dumps([list(row) for row in rows.collect()]))
 stop_local_spark()
@@ -384,7 +381,7 @@ stop_local_spark()
 
 
 def test_a_local_spark_session_sees_the_rows_a_run_without_spark_audited(tmp_path: Path) -> None:
-    """offsetlake.jobs.session folds the pending audit when it hands out the local session."""
+    """offsetlake.jobs.session folds the pending audit into the local session it handed out."""
     home = tmp_path / "home"
     store: GoldStore = ArrowGoldStore(home)
     store.append_audit(audit_records("run-1", at(10), at(9)))

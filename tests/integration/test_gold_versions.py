@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.spark
 
 EPOCH = datetime(2026, 11, 1, tzinfo=UTC)
-Sequence = tuple[datetime, int]
+Sequence = tuple[int, datetime]
 
 
 @dataclass
@@ -90,7 +90,7 @@ class AutoCdcScd2:
 
 
 def _sequence(event: dict[str, Any]) -> Sequence:
-    return (event["observed_at"], event["observation_order"])
+    return (event["observation_order"], event["observed_at"])
 
 
 def _version_tuple(row: dict[str, Any], start: Sequence, end: Sequence | None) -> tuple[Any, ...]:
@@ -107,9 +107,10 @@ def observation_batches(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
                 at = draw(st.integers(0, 5))
                 observations = []
                 for order in range(draw(st.integers(0, 6))):
-                    # Checkpoints may share a timestamp (their topic offset orders them); a snapshot
-                    # or mapping observation is one per snapshot time.
-                    at += draw(st.integers(0, 2)) if method == "checkpoint" else draw(st.integers(1, 2))
+                    # Checkpoints are ordered by their topic offset: their timestamps (MM2's worker
+                    # clocks) may repeat or step back; a snapshot or mapping observation is one per
+                    # snapshot time.
+                    at += draw(st.integers(-2, 2)) if method == "checkpoint" else draw(st.integers(1, 2))
                     observations.append(
                         {
                             "source_cluster": "east",
@@ -158,8 +159,8 @@ def _spark_versions(frame: DataFrame) -> list[tuple[Any, ...]]:
         rows.append(
             _version_tuple(
                 {name: _utc(as_dict[name]) for name in history.OBSERVATION_COLUMNS},
-                (_utc(start["observed_at"]), start["observation_order"]),
-                None if end is None else (_utc(end["observed_at"]), end["observation_order"]),
+                (start["observation_order"], _utc(start["observed_at"])),
+                None if end is None else (end["observation_order"], _utc(end["observed_at"])),
             )
         )
     return sorted(rows)
@@ -206,12 +207,11 @@ def test_the_databricks_branch_declares_auto_cdc_with_the_arguments_the_model_ch
         source=TRANSLATION_OBSERVATIONS.name,
         target=OFFSET_VERSIONS.name,
         comment=OFFSET_VERSIONS.comment,
-        schema=OFFSET_VERSIONS.schema_ddl,
     )
     (table_call, table_args), (flow_call, flow_args) = calls
     assert table_call == "create_streaming_table" and table_args["name"] == OFFSET_VERSIONS.name
     # The declared schema must carry __START_AT/__END_AT with the sequence's type (Databricks docs).
-    assert "__START_AT STRUCT<observed_at: TIMESTAMP, observation_order: BIGINT>" in table_args["schema"]
+    assert "__START_AT STRUCT<observation_order: BIGINT, observed_at: TIMESTAMP>" in table_args["schema"]
     assert flow_call == "create_auto_cdc_flow"
     assert (
         flow_args["target"] == OFFSET_VERSIONS.name and flow_args["source"] == TRANSLATION_OBSERVATIONS.name
@@ -220,9 +220,8 @@ def test_the_databricks_branch_declares_auto_cdc_with_the_arguments_the_model_ch
     assert flow_args["stored_as_scd_type"] == 2
     assert flow_args["track_history_column_list"] == ["downstream_offset", "upstream_offset"]
     assert isinstance(flow_args["sequence_by"], Column)
-    assert "observed_at" in str(flow_args["sequence_by"]) and "observation_order" in str(
-        flow_args["sequence_by"]
-    )
+    sequence = str(flow_args["sequence_by"])
+    assert 0 <= sequence.index("observation_order") < sequence.index("observed_at"), sequence
 
 
 def test_latest_group_offsets_on_databricks_is_auto_cdc_scd1_by_snapshot_time() -> None:
@@ -237,8 +236,9 @@ def test_latest_group_offsets_on_databricks_is_auto_cdc_scd1_by_snapshot_time() 
 
 
 def _full_recompute_latest(observations: DataFrame, precedence: tuple[str, ...]) -> DataFrame:
-    """latest_offsets as every refresh computed it before offset_versions (from all observations)."""
-    in_order = Window.partitionBy(*GROUP_PARTITION_KEY, "method").orderBy("observed_at", "observation_order")
+    """latest_offsets as every refresh computed it before offset_versions (from all observations), in
+    the order of history.SEQUENCE: a checkpoint's topic offset, then the observation time."""
+    in_order = Window.partitionBy(*GROUP_PARTITION_KEY, "method").orderBy("observation_order", "observed_at")
     running = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     previous = sf.lag("downstream_offset").over(in_order)
     marked = add_columns(
@@ -253,7 +253,7 @@ def _full_recompute_latest(observations: DataFrame, precedence: tuple[str, ...])
         },
     )
     newest_first = Window.partitionBy(*GROUP_PARTITION_KEY, "method").orderBy(
-        sf.col("observed_at").desc(), sf.col("observation_order").desc()
+        sf.col("observation_order").desc(), sf.col("observed_at").desc()
     )
     ranked = add_columns(runs, {"_rank": sf.row_number().over(newest_first)})
     chosen = choose_translation(ranked.where(sf.col("_rank") == 1), precedence, freshness="observed_at")

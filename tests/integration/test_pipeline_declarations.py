@@ -24,6 +24,7 @@ import pytest
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.local.pipeline_run import TRANSFORMATIONS_DIR
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
+from offsetlake.pipeline.refresh_selection import declared_tables
 from offsetlake.pipeline.settings import MappingTopic, PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import (
     ALL_TABLES,
@@ -199,3 +200,32 @@ def test_with_the_open_source_engine_silver_declares_no_expectations(
     assert not hasattr(engine, "expect_all")
     assert engine.expectations == {}
     assert set(SILVER_EXPECTATIONS) <= set(engine.datasets), "the same silver tables, without expectations"
+
+
+def test_the_failover_knows_every_table_silver_and_gold_declare(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """declared_tables decides whether a failover's refresh can be a selection (issue 31); bronze.py
+    (its tables: bronze_*, cluster_health, source_log_offsets) is not run here."""
+    bronze_layer = {"cluster_health", "source_log_offsets"}
+    plain = PipelineSettings(
+        target_bootstrap_servers="target:9092", sources=(SourceCluster("east", "east:9092"),)
+    )
+    for settings in (
+        _settings(),
+        _settings(gold_incremental="auto_cdc"),
+        plain,
+        PipelineSettings(
+            target_bootstrap_servers="target:9092",
+            sources=(SourceCluster("east", "east:9092"),),
+            connect_offsets_topics="",
+        ),
+    ):
+        engine = declarations(spark, monkeypatch, settings)
+        stored = {name for name, (kind, _) in engine.datasets.items() if kind != "temporary_view"}
+        expected = {
+            name
+            for name in declared_tables(settings)
+            if not name.startswith("bronze_") and name not in bronze_layer
+        }
+        assert stored == expected, settings

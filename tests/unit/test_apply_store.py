@@ -12,16 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offsetlake.apply import arrow_store, audit
-from offsetlake.apply.arrow_store import (
+from offsetlake.apply import audit, pending_audit
+from offsetlake.apply.arrow_store import ArrowGoldStore
+from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
+from offsetlake.apply.pending_audit import (
     AUDIT_SCHEMA,
-    ArrowGoldStore,
     fold_pending_audit,
     pending_file_name,
     pending_files,
     write_pending_audit,
 )
-from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import Action, PlanRow, Selection
 from offsetlake.apply.reasons import NoTranslation
 from offsetlake.apply.store import GoldStore
@@ -133,7 +133,7 @@ def test_an_audit_write_that_dies_leaves_no_file_and_no_half_file(
         where.write(b"PAR1 half a file")
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(arrow_store.pq, "write_table", dies_half_way)
+    monkeypatch.setattr(pending_audit.pq, "write_table", dies_half_way)
     for run_id in ("run-a", "run-b"):
         with pytest.raises(OSError, match="No space left"):
             write_pending_audit(tmp_path, "offsetlake", records(run_id))

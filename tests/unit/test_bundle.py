@@ -157,7 +157,7 @@ def test_interpolation_is_accepted_where_the_schema_wants_another_type(bundle_va
     """The ${...} patterns use \\p{L}: a Python `re` evaluation would reject (or crash on) them."""
     document = copy.deepcopy(load_yaml(JOB_FILE))
     document["resources"]["jobs"][JOB_KEY]["max_concurrent_runs"] = "${var.max_runs}"
-    document["resources"]["jobs"][JOB_KEY]["tasks"][0]["pipeline_task"]["full_refresh"] = (
+    document["resources"]["jobs"][JOB_KEY]["tasks"][1]["pipeline_task"]["full_refresh"] = (
         "${var.full_refresh}"
     )
     assert schema_violations(document, bundle_validator) == []
@@ -170,13 +170,17 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
     job_settings: dict[str, Any], project: dict[str, Any]
 ) -> None:
     job = Job.from_dict(job_settings)
-    refresh, apply, report = job.tasks
-    assert (refresh.task_key, apply.task_key, report.task_key) == (
+    pause, refresh, apply, report = job.tasks
+    assert (pause.task_key, refresh.task_key, apply.task_key, report.task_key) == (
+        "pause_sync",
         "refresh_pipeline",
         "apply_offsets",
         "report_outcome",
     )
-    assert refresh.depends_on == []
+    assert pause.depends_on == []
+    # The failover runs whatever the pause did; a failed pause fails the run through the report.
+    assert [dependency.task_key for dependency in refresh.depends_on] == ["pause_sync"]
+    assert refresh.run_if == RunIf.ALL_DONE
     assert [dependency.task_key for dependency in apply.depends_on] == ["refresh_pipeline"]
     # The failover must not depend on the refresh succeeding (a dead source may fail it).
     assert apply.run_if == RunIf.ALL_DONE
@@ -189,7 +193,7 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
     assert refresh.pipeline_task.full_refresh is False
     assert refresh.timeout_seconds and apply.timeout_seconds and report.timeout_seconds
 
-    for task in (apply, report):
+    for task in (pause, apply, report):
         wheel_task = task.python_wheel_task
         assert wheel_task is not None
         assert wheel_task.package_name == project["name"]
@@ -205,6 +209,8 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
         "--allow-rewind={{job.parameters.allow_rewind}}",
         "--max-age={{job.parameters.max_age}}",
         "--checkpoint-tail=true",
+        "--set", "offsetlake.replication.policy=${var.replication_policy}",
+        "--set", "offsetlake.replication.separator=${var.replication_separator}",
         "--catalog", "${resources.schemas.offsetlake_schema.catalog_name}",
         "--schema", schema,
         "--target-bootstrap-servers", "${var.target_bootstrap_servers}",
@@ -282,7 +288,7 @@ def test_pipeline_failure_is_notified(pipeline_settings: dict[str, Any]) -> None
 
 def test_apply_task_runs_on_the_built_wheel(job_settings: dict[str, Any]) -> None:
     job = Job.from_dict(job_settings)
-    apply = job.tasks[1]
+    apply = next(task for task in job.tasks if task.task_key == "apply_offsets")
     (environment,) = [env for env in job.environments if env.environment_key == apply.environment_key]
     assert environment.spec is not None
     (wheel,) = environment.spec.dependencies
@@ -464,7 +470,7 @@ def test_every_variable_is_declared_described_and_used(variables: dict[str, dict
 
 
 def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, dict[str, Any]]) -> None:
-    """The cluster addresses, prod's principal and who is told; dev sets all but the addresses."""
+    """The cluster addresses and who is told; dev sets all but the addresses, prod its principal."""
     required = {name for name, spec in variables.items() if "default" not in spec and "lookup" not in spec}
     assert required == {
         "source_clusters",
@@ -473,9 +479,11 @@ def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, 
         "notification_emails",
         "notification_destinations",
         "alert_subscriptions",
+        "dashboard_permissions",
     }
-    dev = load_yaml(BUNDLE_ROOT_FILE)["targets"]["dev"]["variables"]
-    assert required - set(dev) == {"source_clusters", "target_bootstrap_servers"}
+    targets = load_yaml(BUNDLE_ROOT_FILE)["targets"]
+    assert required - set(targets["dev"]["variables"]) == {"source_clusters", "target_bootstrap_servers"}
+    assert "service_principal" in targets["prod"]["variables"]  # committed: one prod copy
 
 
 def test_deploy_doc_names_every_variable(variables: dict[str, dict[str, Any]]) -> None:

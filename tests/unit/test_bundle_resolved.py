@@ -10,32 +10,41 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from offsetlake.cli.main import build_parser
 from tests.bundle_resolver import (
     REPO_ROOT,
     BundleResolutionError,
+    DestroyPlan,
     Identity,
+    destroy_plan,
     load_configuration,
+    principal_of,
     resolve_bundle,
     resources_named,
+    secret_scope_acls,
     target_mode_errors,
 )
 
 JANE = Identity("jane.doe@example.com")
 JOHN = Identity("john.roe@example.com")
 DEPLOYER_SP = Identity("6f1c1c7e-4f0b-4e8e-9d55-0c7b9b1d2a11", display_name="offsetlake-ci")
-SERVICE_PRINCIPAL = "9b2d8a40-1b7e-4c65-a0f3-4d2e8c6f7a19"
+# The application ID committed in the prod target (a placeholder until replaced: docs/deploy.md).
+SERVICE_PRINCIPAL = load_configuration()["targets"]["prod"]["variables"]["service_principal"]
+PROD_DEPLOYER = Identity(SERVICE_PRINCIPAL, display_name="offsetlake-prod")
+JANE_OPERATOR = Identity("jane.doe@example.com", groups=("offsetlake-operators",))
 
 REQUIRED_EVERYWHERE = {
     "source_clusters": "primary=kafka-a-1:9092",
     "target_bootstrap_servers": "kafka-b-1:9092",
 }
 PROD_OVERRIDES: dict[str, Any] = REQUIRED_EVERYWHERE | {
-    "service_principal": SERVICE_PRINCIPAL,
     "notification_emails": ["oncall@example.com"],
     "notification_destinations": [{"id": "3c1f0b8e-pagerduty"}],
     "alert_subscriptions": [{"destination_id": "3c1f0b8e-pagerduty"}],
@@ -68,7 +77,8 @@ def wheel_tasks(resolved: dict[str, Any]) -> dict[str, dict[str, Any]]:
         f"{key}.{task['task_key']}": task
         for key, job in resources_named(resolved, "jobs.*").items()
         for task in job["tasks"]
-        if "python_wheel_task" in task and task["python_wheel_task"]["parameters"][0] != "job-report"
+        if "python_wheel_task" in task
+        and task["python_wheel_task"]["parameters"][0] not in ("job-report", "pause-sync")
     }
 
 
@@ -153,7 +163,7 @@ def test_an_empty_recipient_list_given_for_prod_is_caught() -> None:
     ]
 
 
-@pytest.mark.parametrize("missing", ["service_principal", "notification_emails", "target_bootstrap_servers"])
+@pytest.mark.parametrize("missing", ["notification_emails", "target_bootstrap_servers"])
 def test_prod_refuses_to_resolve_without_a_required_value(missing: str) -> None:
     values = {k: v for k, v in PROD_OVERRIDES.items() if k != missing}
     with pytest.raises(BundleResolutionError, match=f"no value assigned to required variable {missing}"):
@@ -276,7 +286,11 @@ def test_failover_fails_the_run_when_its_refresh_failed_but_apply_ran() -> None:
     assert leaves == {"report_outcome"}
     report = tasks["report_outcome"]
     assert report["run_if"] == "AT_LEAST_ONE_FAILED"
-    assert {d["task_key"] for d in report["depends_on"]} == {"refresh_pipeline", "apply_offsets"}
+    assert {d["task_key"] for d in report["depends_on"]} == {
+        "pause_sync",
+        "refresh_pipeline",
+        "apply_offsets",
+    }
     parameters = report["python_wheel_task"]["parameters"]
     assert parameters == ["job-report", "--run-id={{job.run_id}}", "--task-key=report_outcome"]
     parsed = build_parser().parse_args([p.replace("{{job.run_id}}", "123") for p in parameters])
@@ -294,14 +308,10 @@ OVERRIDES_BLOCK = re.compile(
 def documented_overrides() -> dict[str, dict[str, Any]]:
     """The variable-overrides.json each walkthrough step writes, placeholders filled with samples."""
     text = DEPLOY_DOC.read_text(encoding="utf-8")
-    samples = {"<service principal application id>": SERVICE_PRINCIPAL}
-    found = {}
-    for target, written in OVERRIDES_BLOCK.findall(text):
-        body = written
-        for placeholder, sample in samples.items():
-            body = body.replace(placeholder, sample)
-        found[target] = json.loads(re.sub(r"<([^>]+)>", r"sample \1", body))
-    return found
+    return {
+        target: json.loads(re.sub(r"<([^>]+)>", r"sample \1", written))
+        for target, written in OVERRIDES_BLOCK.findall(text)
+    }
 
 
 def test_the_documented_variable_files_resolve_for_dev_and_prod() -> None:
@@ -338,3 +348,230 @@ def test_failover_refreshes_only_what_latest_offsets_and_the_health_rows_are_com
         refresh = next(task for task in tasks if task["task_key"] == "refresh_pipeline")["pipeline_task"]
         assert tuple(refresh["refresh_selection"]) == failover_refresh_selection(settings)
         assert "full_refresh_selection" not in refresh
+
+
+# --- permissions: who reads the Kafka credentials (issue 33) -----------------------------------------
+# The CLI's permission mutators are modelled in tests/bundle_resolver.py (apply_bundle_permissions.go
+# levelsMap, fix_permissions.go, permission_diagnostics.go, secret_scope_fixups.go).
+
+READERS = ("group_name", "offsetlake-readers")
+OPERATORS = ("group_name", "offsetlake-operators")
+
+
+def scope_acls(target: str, identity: Identity, root: Path = REPO_ROOT) -> dict[tuple[str, str], str]:
+    values = REQUIRED_EVERYWHERE if target == "dev" else PROD_OVERRIDES
+    resolved = resolve_bundle(target, identity=identity, overrides_file=values, root=root)
+    return secret_scope_acls(resolved, "offsetlake_kafka")
+
+
+def test_only_the_service_principal_the_operators_and_the_deployer_can_read_the_kafka_secrets() -> None:
+    sp = ("service_principal_name", SERVICE_PRINCIPAL)
+    assert scope_acls("prod", PROD_DEPLOYER) == {sp: "MANAGE", OPERATORS: "MANAGE"}
+    assert scope_acls("prod", JANE_OPERATOR) == {
+        sp: "READ",
+        OPERATORS: "MANAGE",
+        ("user_name", "jane.doe@example.com"): "MANAGE",
+    }
+    assert scope_acls("dev", JANE) == {("user_name", "jane.doe@example.com"): "MANAGE"}
+
+
+def test_readers_reach_the_tables_the_dashboard_and_the_alerts_only() -> None:
+    resolved = resolve("prod", identity=PROD_DEPLOYER)
+    reached = {
+        name: {
+            permission["level"]
+            for permission in resource.get("permissions") or []
+            if principal_of(permission) == READERS
+        }
+        for name, resource in resources_named(resolved, "*").items()
+    }
+    assert {name: levels for name, levels in reached.items() if levels} == {
+        "dashboards.offsetlake_freshness": {"CAN_READ"},
+        "alerts.offsetlake_stale_translations": {"CAN_READ"},
+        "alerts.offsetlake_sync_stalled": {"CAN_READ"},
+    }
+    grants = resolved["resources"]["schemas"]["offsetlake_schema"]["grants"]
+    assert [g["privileges"] for g in grants if g["principal"] == READERS[1]] == [["USE_SCHEMA", "SELECT"]]
+    for kind in ("jobs", "pipelines"):
+        for name, resource in resources_named(resolved, f"{kind}.*").items():
+            levels = {principal_of(p): p["level"] for p in resource["permissions"]}
+            assert levels == {
+                OPERATORS: "CAN_MANAGE",
+                ("service_principal_name", SERVICE_PRINCIPAL): "IS_OWNER",
+            }, name
+
+
+@pytest.mark.parametrize(
+    ("target", "identity"), [("prod", PROD_DEPLOYER), ("prod", JANE_OPERATOR), ("dev", JANE), ("dev", JOHN)]
+)
+def test_bundle_validate_prints_no_permission_warning(target: str, identity: Identity) -> None:
+    warnings: list[str] = []
+    values = REQUIRED_EVERYWHERE if target == "dev" else PROD_OVERRIDES
+    resolve_bundle(target, identity=identity, overrides_file=values, warnings=warnings)
+    assert warnings == []
+
+
+def copy_of_the_bundle(tmp_path: Path, edit: Any) -> Path:
+    """The bundle's files under tmp_path, databricks.yml changed by ``edit`` (a dict -> None)."""
+    shutil.copytree(REPO_ROOT / "resources", tmp_path / "resources")
+    configuration = yaml.safe_load((REPO_ROOT / "databricks.yml").read_text(encoding="utf-8"))
+    edit(configuration)
+    (tmp_path / "databricks.yml").write_text(yaml.safe_dump(configuration), encoding="utf-8")
+    return tmp_path
+
+
+def test_the_model_sees_top_level_permissions_reach_the_secret_scope(tmp_path: Path) -> None:
+    """What prod had before issue 33: readers CAN_VIEW at the top level is READ on the scope."""
+
+    def top_level(configuration: dict[str, Any]) -> None:
+        configuration["targets"]["prod"]["permissions"] = [
+            {"group_name": "${var.operators_group}", "level": "CAN_MANAGE"},
+            {"group_name": "${var.readers_group}", "level": "CAN_VIEW"},
+        ]
+
+    root = copy_of_the_bundle(tmp_path, top_level)
+    assert scope_acls("prod", PROD_DEPLOYER, root)[READERS] == "READ"
+    warnings: list[str] = []
+    resolve_bundle(
+        "prod", identity=PROD_DEPLOYER, overrides_file=PROD_OVERRIDES, root=root, warnings=warnings
+    )
+    assert "'secret_scopes' already has permissions set for 'offsetlake-operators' group" in warnings
+    recommendation = (
+        f"permissions section should explicitly include the current deployment identity '{SERVICE_PRINCIPAL}'"
+    )
+    assert any(warning.startswith(recommendation) for warning in warnings)
+
+
+# --- destroy tells the truth ------------------------------------------------------------------------
+
+# The keys prod's state knows. prevent_destroy guards only a key still in the configuration
+# (databricks/cli bundle/phases/plan.go checkForPreventDestroy): under a new key the schema is a new
+# resource, and the old one is deleted with force, its tables with it (direct/dresources/schema.go).
+PINNED_PROD_KEYS = {
+    "schemas": {"offsetlake_schema"},
+    "pipelines": {"offsetlake_pipeline"},
+    "secret_scopes": {"offsetlake_kafka"},
+}
+
+
+def test_prod_keeps_the_keys_its_state_knows_and_refuses_destroy() -> None:
+    resources = resolve("prod", identity=PROD_DEPLOYER)["resources"]
+    for kind, keys in PINNED_PROD_KEYS.items():
+        assert set(resources[kind]) == keys, kind
+    plan = destroy_plan(resolve("prod", identity=PROD_DEPLOYER))
+    assert set(plan.refused_by) == {
+        f"resources.{kind}.{key}" for kind, keys in PINNED_PROD_KEYS.items() for key in keys
+    }
+    assert plan.dropped_schemas == ()
+
+
+def test_prod_keeps_its_schema_when_the_schema_file_is_removed(tmp_path: Path) -> None:
+    """The prod target defines the whole schema itself, so losing resources/offsetlake.schema.yml
+    changes nothing for prod's state."""
+    root = copy_of_the_bundle(tmp_path, lambda configuration: None)
+    (root / "resources" / "offsetlake.schema.yml").unlink()
+    resolved = resolve_bundle("prod", identity=PROD_DEPLOYER, overrides_file=PROD_OVERRIDES, root=root)
+    schema = resolved["resources"]["schemas"]["offsetlake_schema"]
+    assert (schema["catalog_name"], schema["name"], schema["lifecycle"]) == (
+        "main",
+        "offsetlake",
+        {"prevent_destroy": True},
+    )
+
+
+def test_destroying_dev_drops_its_schema_and_the_docs_say_so() -> None:
+    plan = destroy_plan(resolve("dev"))
+    assert plan == DestroyPlan(refused_by=(), dropped_schemas=("dev.dev_jane_doe_offsetlake",))
+    text = DEPLOY_DOC.read_text(encoding="utf-8")
+    (paragraph,) = [p for p in text.split("\n\n") if "databricks bundle destroy -t dev" in p]
+    assert "tables stay" not in paragraph
+    assert "drops the schema `dev_<short name>_offsetlake` with every table" in " ".join(paragraph.split())
+    assert "databricks bundle deployment unbind offsetlake_schema -t dev" in paragraph
+
+
+def test_the_docs_pin_the_prod_schema_key() -> None:
+    text = " ".join(DEPLOY_DOC.read_text(encoding="utf-8").split())
+    assert "Never rename the key `offsetlake_schema`" in text
+
+
+# --- the pre-production check runs on prod's runtime --------------------------------------------------
+
+PRE_PROD_DEPLOY = re.compile(r"databricks bundle deploy -t dev((?: --var \S+)+)")
+
+
+def test_the_documented_pre_production_check_runs_the_pipeline_on_prods_channel() -> None:
+    text = DEPLOY_DOC.read_text(encoding="utf-8")
+    (flags,) = PRE_PROD_DEPLOY.findall(text)
+    given = dict(flag.split("=", 1) for flag in flags.split(" --var ")[1:])
+    resolved = resolve_bundle("dev", identity=JANE, variables=given, overrides_file=REQUIRED_EVERYWHERE)
+    prod = resolve("prod")["resources"]["pipelines"]["offsetlake_pipeline"]["channel"]
+    assert resolved["resources"]["pipelines"]["offsetlake_pipeline"]["channel"] == prod == "CURRENT"
+
+
+# --- the smaller points ------------------------------------------------------------------------------
+
+
+def test_every_target_builds_a_wheel_version_of_its_own_per_deploy(resolved: dict[str, Any]) -> None:
+    """The CLI patches a timestamp into the version (dynamic_version): serverless caches wheels by name."""
+    for name, artifact in resolved["artifacts"].items():
+        dynamic = artifact.get("dynamic_version") or resolved.get("presets", {}).get(
+            "artifacts_dynamic_version"
+        )
+        assert dynamic is True, name
+
+
+def test_prods_service_principal_is_committed_and_two_deployers_make_one_copy() -> None:
+    assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", SERVICE_PRINCIPAL)
+    assert "service_principal" not in documented_overrides()["prod"]
+    roots = {
+        resolve_bundle("prod", identity=who, overrides_file=documented_overrides()["prod"])["workspace"][
+            "root_path"
+        ]
+        for who in (JANE, JOHN, PROD_DEPLOYER)
+    }
+    assert roots == {f"/Workspace/Users/{SERVICE_PRINCIPAL}/.bundle/offsetlake/prod"}
+
+
+def test_the_ci_recipe_counts_the_variables_it_shows() -> None:
+    text = DEPLOY_DOC.read_text(encoding="utf-8")
+    numbers = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+    recipe = re.compile(r"the\s+same\s+(\w+)\s+environment\s+variables.*?```sh\n(.*?)```", re.DOTALL)
+    ((count, block),) = recipe.findall(text)
+    assert numbers[count] == len(re.findall(r"^export DATABRICKS_\w+=", block, re.MULTILINE))
+
+
+# --- a failover and the sync job never fight ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["plan", "apply"])
+def test_the_failovers_first_task_pauses_this_targets_sync_job(resolved: dict[str, Any], mode: str) -> None:
+    tasks = resolved["resources"]["jobs"]["offsetlake_failover"]["tasks"]
+    pause = tasks[0]
+    assert (pause["task_key"], pause.get("depends_on")) == ("pause_sync", None)
+    assert all(
+        "pause_sync" in {d["task_key"] for d in task["depends_on"]}
+        for task in tasks[1:]
+        if task["task_key"] != "apply_offsets"
+    )
+    deployed_id = "<deployed id of jobs.offsetlake_sync>"
+    argv = [
+        p.replace(deployed_id, "812").replace("{{job.parameters.mode}}", mode)
+        for p in pause["python_wheel_task"]["parameters"]
+    ]
+    assert f"--job-id={deployed_id}" in pause["python_wheel_task"]["parameters"]
+    parsed = build_parser().parse_args(argv)
+    sync_mode = wheel_tasks(resolved)["jobs.offsetlake_sync.sync_standby_groups"]["python_wheel_task"][
+        "parameters"
+    ][0]
+    assert (parsed.command, parsed.job_id, parsed.mode, parsed.sync_mode) == (
+        "pause-sync",
+        812,
+        mode,
+        sync_mode,
+    )
+
+
+def test_the_docs_say_how_to_resume_the_sync_after_a_failover() -> None:
+    text = " ".join(DEPLOY_DOC.read_text(encoding="utf-8").split())
+    assert "**Resuming the sync job after a failover.**" in text
+    assert "any `databricks bundle deploy -t prod` resumes it" in text

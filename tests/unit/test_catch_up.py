@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
@@ -17,9 +18,13 @@ T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 TOPIC = "primary.checkpoints.internal"
 
 
-def record(offset: int, group: str, upstream: int, downstream: int, *, partition: int = 0) -> TailRecord:
+def record(
+    offset: int, group: str, upstream: int, downstream: int, *, partition: int = 0, second: int | None = None
+) -> TailRecord:
+    """A checkpoint record at ``offset``, stamped T0 + ``second`` (default: its offset)."""
     checkpoint = Checkpoint(group, "primary.orders", partition, upstream, downstream, "m")
-    return TailRecord("primary", TOPIC, 0, offset, T0 + timedelta(seconds=offset), checkpoint)
+    stamp = T0 + timedelta(seconds=offset if second is None else second)
+    return TailRecord("primary", TOPIC, 0, offset, stamp, checkpoint)
 
 
 def gold(
@@ -35,6 +40,8 @@ def gold(
         "method": method,
         "observed_at": T0 - timedelta(minutes=1),
         "upstream_offset": upstream,
+        "metadata": "m",
+        **extra,
     }
     return GoldOffset(**values)  # type: ignore[arg-type]
 
@@ -86,19 +93,74 @@ def test_a_record_that_does_not_decode_is_counted_with_its_reason_and_never_appl
     assert (result.records, result.pending) == (1, 0)
 
 
+def test_the_records_gold_already_holds_add_nothing() -> None:
+    """The tail starts at the log start: what gold consumed is read again and changes nothing."""
+    seen = gold("a", 10, 8, observed_at=T0 + timedelta(seconds=6))
+    result = catch_up([seen], [record(5, "a", 10, 8), record(6, "a", 10, 8)], METHODS)
+    assert only(result.offsets, "a") == seen
+    assert (result.records, result.pending, result.gold_checkpoints) == (2, 0, 1)
+
+
+def test_a_rewind_stamped_before_gold_is_the_one_change_among_records_gold_already_holds() -> None:
+    """A group reset on the source (20 -> 15), checkpointed by a worker whose clock is behind the one
+    that wrote gold's checkpoint; the other group's records are all in gold already."""
+    seen_a = gold("a", 20, 20, source_timestamp=T0, observed_at=T0 + timedelta(seconds=50))
+    seen_b = gold("b", 7, 7, source_timestamp=T0, observed_at=T0 + timedelta(seconds=51))
+    tail = [
+        record(0, "a", 20, 20, second=0),
+        record(1, "b", 7, 7, second=0),
+        record(2, "a", 20, 20, second=50),
+        record(3, "b", 7, 7, second=51),
+        record(4, "a", 15, 15, second=30),
+    ]
+    result = catch_up([seen_a, seen_b], tail, METHODS)
+    rewound = only(result.offsets, "a")
+    assert (rewound.upstream_offset, rewound.downstream_offset, rewound.pending) == (15, 15, True)
+    assert rewound.source_timestamp == rewound.observed_at == T0 + timedelta(seconds=30)
+    assert only(result.offsets, "b") == seen_b
+    assert result.pending == 1
+
+
+def test_a_run_the_topic_shows_whole_starts_at_its_first_record_and_gold_fills_in_a_compacted_start() -> None:
+    back = [record(0, "a", 10, 10), record(1, "a", 12, 12), record(2, "a", 10, 10), record(3, "a", 10, 10)]
+    before = gold(
+        "a", 12, 12, source_timestamp=T0 + timedelta(seconds=1), observed_at=T0 + timedelta(seconds=1)
+    )
+    shown = only(catch_up([before], back, METHODS).offsets, "a")
+    assert (shown.source_timestamp, shown.observed_at) == (
+        T0 + timedelta(seconds=2),
+        T0 + timedelta(seconds=3),
+    )
+    # Compaction left only the newest run; gold, which saw record 2, knows its run began an hour ago.
+    known = gold("a", 10, 10, observed_at=T0 + timedelta(seconds=2))
+    result = catch_up([known], back[2:], METHODS)
+    kept = only(result.offsets, "a")
+    assert (kept.source_timestamp, kept.observed_at) == (known.source_timestamp, T0 + timedelta(seconds=3))
+    # And once gold has seen record 3 too, the same records add nothing.
+    seen = replace(kept, pending=False)
+    assert catch_up([seen], back[2:], METHODS).pending == 0
+
+
 checkpoints = st.lists(
-    st.tuples(st.sampled_from("abc"), st.integers(0, 3), st.integers(0, 3)), min_size=0, max_size=12
+    st.tuples(st.sampled_from("abc"), st.integers(0, 3), st.integers(0, 3), st.integers(0, 5)),
+    min_size=0,
+    max_size=12,
 )
 
 
 @given(checkpoints, st.integers(0, 12))
-def test_catching_up_in_two_steps_equals_catching_up_at_once_and_no_key_is_lost(
-    values: list[tuple[str, int, int]], split: int
+def test_catching_up_from_a_gold_of_any_prefix_equals_catching_up_at_once_and_no_key_is_lost(
+    values: list[tuple[str, int, int, int]], split: int
 ) -> None:
-    tail = [record(offset, group, up, up + down) for offset, (group, up, down) in enumerate(values)]
+    """Gold consumed the first ``split`` records (its rows are what catch_up made of them); the tail,
+    read from the log start, holds them all: timestamps step back freely."""
+    tail = [
+        record(offset, group, up, up + down, second=second)
+        for offset, (group, up, down, second) in enumerate(values)
+    ]
     start = [gold("a", 0, 0), gold("z", 1, 1, method="offset_sync")]
     at_once = catch_up(start, tail, METHODS).offsets
-    stepwise = catch_up(catch_up(start, tail[:split], METHODS).offsets, tail[split:], METHODS).offsets
+    stepwise = catch_up(catch_up(start, tail[:split], METHODS).offsets, tail, METHODS).offsets
     assert sorted(at_once, key=repr) == sorted(stepwise, key=repr)
     assert {o.consumer_group for o in start} <= {o.consumer_group for o in at_once}
 

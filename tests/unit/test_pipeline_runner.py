@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import argparse
 import io
+import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
+from offsetlake.cli import pipeline as pipeline_cli
 from offsetlake.cli.context import Context
-from offsetlake.cli.pipeline import handle_run, update_line
+from offsetlake.cli.pipeline import handle_run, run_every, update_line
 from offsetlake.cli.render import sql_table
-from offsetlake.errors import InvalidValueError, UsageError
+from offsetlake.errors import InvalidValueError, StopSignalError, UsageError
+from offsetlake.local import pipeline_run
+from offsetlake.local.locks import HomeInUseError
 from offsetlake.local.pipeline_run import (
     ConnectServerError,
     PipelineRunResult,
@@ -49,6 +53,7 @@ GOOD_FLOWS = [
     "2026-11-21 07:40:11: Flow spark_catalog.offsetlake.offset_history has COMPLETED.",
 ]
 RUN_COMPLETED = ["2026-11-21 07:40:12: Run is COMPLETED."]
+RECORDED = Path(__file__).parent / "recorded"
 
 
 def _log(lines: list[str]) -> RunLog:
@@ -137,6 +142,74 @@ def test_any_other_client_error_is_a_failure_even_after_a_completed_run() -> Non
     other = "pyspark.errors.exceptions.connect.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] x"
     assert not judge(1, _log(GOOD_FLOWS + RUN_COMPLETED + TRACEBACK + [other]))[0]
     assert not judge(1, _log(GOOD_FLOWS + RUN_COMPLETED + TRACEBACK + [KNOWN_ERROR] + TRACEBACK + [other]))[0]
+
+
+def _recorded(name: str) -> list[str]:
+    return (RECORDED / name).read_text(encoding="utf-8").splitlines()
+
+
+def test_a_run_whose_flows_all_completed_succeeds_whatever_its_python_workers_printed() -> None:
+    """Issue 31, busy machine: workers missed the connect-back window (CANNOT_OPEN_SOCKET
+    tracebacks in the shared output), the engine restarted the flow, every flow COMPLETED."""
+    log = _log(_recorded("completed_after_worker_errors.log"))
+    succeeded, why = judge(1, log)
+    assert succeeded, why
+    assert why.endswith("; 2 Python worker errors on the way (CANNOT_OPEN_SOCKET x2)")
+    assert log.restarts() == 1
+    assert [error.split(":")[0] for error in log.client_errors] == [
+        "pyspark.errors.exceptions.base.PySparkValueError"
+    ]
+    assert judge(0, log) == (True, "exit code 0; 2 Python worker errors on the way (CANNOT_OPEN_SOCKET x2)")
+
+
+def test_the_clients_own_error_still_fails_a_run_beside_worker_errors() -> None:
+    lines = _recorded("completed_after_worker_errors.log")
+    other = "pyspark.errors.exceptions.connect.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] x"
+    succeeded, why = judge(1, _log([*lines[:-1], other]))
+    assert not succeeded
+    assert "TABLE_OR_VIEW_NOT_FOUND" in why and "CANNOT_OPEN_SOCKET" not in why
+
+
+def test_a_flow_failing_on_an_error_of_the_graph_is_told_from_a_transient_failure() -> None:
+    """The engine retries both with back-off; only the transient one can come right."""
+    fresh = _log(_recorded("selection_on_a_fresh_home.log"))
+    assert fresh.graph_errors() == {
+        "spark_catalog.offsetlake.quarantine": "key not found: `spark_catalog`.`offsetlake`.`quarantine`"
+    }
+    succeeded, why = judge(143, fresh)
+    assert not succeeded
+    assert why.startswith("flows failed: spark_catalog.offsetlake.quarantine; stopped, not retried")
+    transient = _log(_recorded("completed_after_worker_errors.log"))
+    assert "STREAM_FAILED" in transient.flow_errors["spark_catalog.offsetlake.bronze_group_offsets"]
+    assert transient.graph_errors() == {}
+    analysis = _log(
+        [
+            "2026-11-21 07:40:09: Flow 'spark_catalog.offsetlake.latest_offsets' has FAILED.",
+            "Error: [UNRESOLVED_COLUMN.WITH_SUGGESTION] A column `x` cannot be resolved. SQLSTATE: 42703",
+        ]
+    )
+    assert list(analysis.graph_errors()) == ["spark_catalog.offsetlake.latest_offsets"]
+
+
+def test_a_graph_error_stops_the_update_instead_of_waiting_out_the_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in for the pipelines CLI prints the recorded failure, then would wait as the
+    engine's back-off does (minutes); the update stops it and reports why."""
+    script = tmp_path / "engine.py"
+    script.write_text(
+        "import sys, time\n"
+        f"print(open({str(RECORDED / 'selection_on_a_fresh_home.log')!r}).read(), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    monkeypatch.setattr(pipeline_run, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
+    settings = PipelineSettings(
+        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+    )
+    result = run_pipeline(settings, tmp_path / "home", refresh=("quarantine",), timeout_s=120)
+    assert not result.succeeded
+    assert "stopped, not retried" in result.explanation
+    assert "time limit" not in result.explanation
 
 
 def test_a_flow_left_unfinished_is_a_failure() -> None:
@@ -260,3 +333,57 @@ def test_the_sync_loop_refuses_a_repeated_full_refresh_and_a_zero_interval() -> 
         handle_run(argparse.Namespace(every=timedelta(seconds=60), full_refresh=True), context)
     with pytest.raises(UsageError, match="above zero"):
         handle_run(argparse.Namespace(every=timedelta(0), full_refresh=False), context)
+
+
+class _IdleServer:
+    """A WarmServer stand-in: always up, starts no JVM."""
+
+    url = "sc://localhost:0"
+
+    def __init__(self, *_: object, **__: object) -> None:
+        pass
+
+    def __enter__(self) -> _IdleServer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+    def restart(self) -> None:
+        pass
+
+
+def test_the_sync_loop_skips_an_update_whose_run_lock_a_reader_holds_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failover's gold reads hold the run lock shared: that round is skipped, not a failure."""
+    outcomes: list[object] = [HomeInUseError("local home is in use by process 42 (offsetlake failover)")]
+    outcomes += [_result(True, 0), StopSignalError(15)]
+
+    def update(*_: object, **__: object) -> PipelineRunResult:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        assert isinstance(outcome, PipelineRunResult)
+        return outcome
+
+    monkeypatch.setattr(pipeline_cli, "WarmServer", _IdleServer)
+    monkeypatch.setattr(pipeline_cli, "run_pipeline", update)
+    context = Context(out=io.StringIO(), err=io.StringIO())
+    settings = PipelineSettings(
+        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+    )
+    with pytest.raises(StopSignalError):
+        run_every(settings, tmp_path, timedelta(milliseconds=1), None, context)
+    lines = context.out.getvalue().splitlines()
+    assert lines[1].endswith("update 1: skipped: local home is in use by process 42 (offsetlake failover)")
+    assert lines[2].endswith("update 2: completed in 1.0s")

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -48,6 +49,27 @@ def _run(seconds: float, timeout_s: float | None) -> tuple[list[int], object]:
 def test_a_normal_exit_leaves_no_grandchild() -> None:
     pids, result = _run(0.2, timeout_s=None)
     assert result.exit_code == 0 and not result.timed_out
+    assert not _alive(pids[0])
+
+
+def test_setting_stop_ends_the_whole_tree_before_the_deadline() -> None:
+    stop = threading.Event()
+    pids: list[int] = []
+
+    def on_line(line: str) -> None:
+        pids.append(int(line))
+        stop.set()
+
+    result = run_group(
+        [sys.executable, "-c", TREE, "600"],
+        cwd=Path.cwd(),
+        env=os.environ,
+        on_line=on_line,
+        timeout_s=300,
+        grace_s=2,
+        stop=stop,
+    )
+    assert not result.timed_out and result.exit_code != 0
     assert not _alive(pids[0])
 
 

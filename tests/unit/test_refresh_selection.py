@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from offsetlake.pipeline.refresh_selection import failover_refresh_selection
+from offsetlake.pipeline.refresh_selection import (
+    declared_tables,
+    failover_refresh,
+    failover_refresh_selection,
+)
 from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake.pipeline.tables import (
     ALL_TABLES,
@@ -47,3 +51,34 @@ def test_tracing_lookups_are_selected_only_when_a_k2k_route_is_configured() -> N
         settings(**{"offsetlake.k2k.tracing.topics": "primary={topic}"})
     )
     assert set(with_tracing) - set(failover_refresh_selection(settings())) == {"k2k_tracing_lookups"}
+
+
+def test_on_a_home_with_every_declared_table_the_failover_refreshes_the_selection() -> None:
+    plain = settings()
+    scope = failover_refresh(plain, set(declared_tables(plain)))
+    assert scope.selection == failover_refresh_selection(plain)
+    assert scope.missing == ()
+
+
+def test_on_a_home_missing_a_declared_table_the_failover_refreshes_everything() -> None:
+    """Issue 31: a fresh home; and one where quarantine's input decoded_connect_offsets was never
+    created (the engine then fails quarantine with "key not found")."""
+    plain = settings()
+    fresh = failover_refresh(plain, ())
+    assert fresh.selection == ()
+    assert set(fresh.missing) == set(declared_tables(plain)) >= {"quarantine", REPLICATION_PROGRESS.name}
+    without_connect = failover_refresh(plain, set(declared_tables(plain)) - {"decoded_connect_offsets"})
+    assert without_connect == type(fresh)((), ("decoded_connect_offsets",))
+
+
+def test_the_declared_tables_follow_the_configured_inputs() -> None:
+    plain = set(declared_tables(settings()))
+    assert "decoded_connect_offsets" in plain  # Connect's offsets topics are read by default
+    assert not any("mapping" in name or "tracing" in name for name in plain)
+    assert not any(
+        "connect" in name for name in declared_tables(settings(**{"offsetlake.connect_offsets.topics": ""}))
+    )
+    everything = settings(
+        **{"offsetlake.mappings.topics": "primary", "offsetlake.k2k.tracing.topics": "primary={topic}"}
+    )
+    assert set(declared_tables(everything)) == {table.name for table in ALL_TABLES}

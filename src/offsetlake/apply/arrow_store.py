@@ -17,8 +17,8 @@ can create or append to. :meth:`ArrowGoldStore.append_audit` therefore writes ea
 rows (the plan of a run, or its results) as one Parquet file under
 ``<home>/audit-pending/<schema>/``: written under a temporary name, fsynced, renamed, so a crash
 never leaves half a file. The store reads the audit as the table's files plus the pending files,
-and :func:`fold_pending_audit` appends the pending files to ``apply_audit`` through Spark when a
-local Spark session starts (offsetlake.jobs.session), so every Spark query sees every row.
+and offsetlake.apply.pending_audit folds the pending files into ``apply_audit`` through Spark before
+a local Spark session reads it (``offsetlake sql`` included), so every Spark query sees every row.
 
 While a pipeline update runs on the home its gold tables are rewritten in place, so reading them
 is refused then, as the Spark store's session was refused while the pipeline's JVM held the home.
@@ -26,25 +26,22 @@ is refused then, as the Spark store's session was refused while the pipeline's J
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import functools
 import operator
 import os
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from offsetlake.apply import audit
-from offsetlake.apply.audit import AUDIT_COLUMNS, AUDIT_TABLE, LastApplied, Mode, Stage
+from offsetlake.apply.audit import AUDIT_TABLE, LastApplied, Mode, Stage
 from offsetlake.apply.gold import (
     MAPPING_CONFLICT_COLUMNS,
     UPSTREAM,
@@ -57,6 +54,7 @@ from offsetlake.apply.gold import (
     selection_bounds,
     table_name,
 )
+from offsetlake.apply.pending_audit import AUDIT_SCHEMA, pending_files, write_pending_audit
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
 from offsetlake.local.locks import RUN_LOCK, HomeInUseError
 from offsetlake.local.spark import LOCAL_SCHEMA
@@ -71,22 +69,9 @@ from offsetlake.pipeline.tables import (
     OFFSET_HISTORY,
 )
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
 WAREHOUSE: Final = "warehouse"
-PENDING_AUDIT: Final = "audit-pending"
 _UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
 _FORMAT: Final = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
-_ARROW_TYPES: Final = {
-    "STRING": pa.string(),
-    "INT": pa.int32(),
-    "BIGINT": pa.int64(),
-    "BOOLEAN": pa.bool_(),
-    "TIMESTAMP": _UTC_MICROS,
-}
-AUDIT_SCHEMA: Final = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in AUDIT_COLUMNS])
-"""apply_audit's columns as Arrow types (what a pending file holds): audit.AUDIT_COLUMNS."""
 _T = TypeVar("_T")
 _LAST: Final = pc.ScalarAggregateOptions(skip_nulls=False)
 """The last row's value even when NULL: Spark's max_by(value, ordering) takes the row, not a value."""
@@ -575,128 +560,3 @@ def _datetimes(column: pa.ChunkedArray | pa.Array) -> list[datetime | None]:
 
 def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-
-
-# --- the pending audit -------------------------------------------------------------------------------
-
-
-def pending_audit_dir(home: Path, schema: str) -> Path:
-    """Where audit rows wait for ``<schema>.apply_audit`` (one directory per schema)."""
-    return home / PENDING_AUDIT / schema.lower()
-
-
-def pending_files(home: Path, schema: str) -> list[Path]:
-    """The pending audit files of ``schema``, oldest name first (a file being written has a hidden
-    temporary name, and one set aside as unreadable another suffix: neither is listed)."""
-    directory = pending_audit_dir(home, schema)
-    if not directory.is_dir():
-        return []
-    return sorted(path for path in directory.glob("*.parquet") if not path.name.startswith("."))
-
-
-def pending_file_name(run_id: str, stage: str) -> str:
-    """One file per audit batch: a run writes its plan once and its results once. Written again
-    (the same batch), the file is replaced, never doubled."""
-    return f"{run_id}.{stage}.parquet"
-
-
-def write_pending_audit(home: Path, schema: str, records: Sequence[tuple[Any, ...]]) -> list[Path]:
-    """Write audit ``records`` (audit.AUDIT_COLUMNS order) as one Parquet file per (run_id, stage)
-    they hold, each atomically: a temporary name, fsync, rename, fsync of the directory."""
-    batches: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
-    run_id_at, stage_at = AUDIT_SCHEMA.get_field_index("run_id"), AUDIT_SCHEMA.get_field_index("stage")
-    for record in records:
-        batches.setdefault((record[run_id_at], record[stage_at]), []).append(record)
-    directory = pending_audit_dir(home, schema)
-    written = []
-    for (run_id, stage), batch in batches.items():
-        directory.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_arrays(
-            [
-                pa.array(column, field.type)
-                for column, field in zip(zip(*batch, strict=True), AUDIT_SCHEMA, strict=True)
-            ],
-            schema=AUDIT_SCHEMA,
-        )
-        written.append(write_atomically(table, directory / pending_file_name(run_id, stage)))
-    return written
-
-
-def write_atomically(table: pa.Table, path: Path) -> Path:
-    """``table`` as the Parquet file ``path``, which either does not exist or is whole: written as a
-    hidden temporary file (readers skip names starting with '.'), fsynced, renamed over ``path``,
-    and the rename made durable by an fsync of the directory."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with temporary.open("wb") as file:
-            pq.write_table(table, file)
-            file.flush()
-            os.fsync(file.fileno())
-        temporary.replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
-    _fsync_directory(path.parent)
-    return path
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def fold_pending_audit(spark: SparkSession, home: Path) -> int:
-    """Append every pending audit file under ``home`` to its schema's ``apply_audit`` through
-    ``spark``, then remove it; the number of files folded.
-
-    Idempotent and crash-safe: a file is removed only after its rows are in the table, and rows
-    whose (run_id, stage) the table already holds are not appended again (a fold that died between
-    its append and the removal leaves the file; the next fold only removes it). A file that cannot
-    be read as audit rows is moved aside (``.unreadable``), never deleted, and named on stderr.
-    """
-    root = home / PENDING_AUDIT
-    if not root.is_dir():
-        return 0
-    folded = 0
-    for directory in sorted(path for path in root.iterdir() if path.is_dir()):
-        files = [path for path in pending_files(home, directory.name) if _readable(path)]
-        if files:
-            _fold(spark, directory.name, files)
-            for path in files:
-                path.unlink()
-            _fsync_directory(directory)
-            folded += len(files)
-    return folded
-
-
-def _readable(path: Path) -> bool:
-    """Whether ``path`` holds audit rows (every audit column); else it is set aside and named."""
-    try:
-        names = pq.read_schema(path).names
-        if all(name in names for name in AUDIT_SCHEMA.names):
-            return True
-        problem = "it lacks audit columns"
-    except (OSError, pa.ArrowException) as error:
-        problem = str(error)
-    aside = path.with_name(path.name + ".unreadable")
-    path.replace(aside)
-    print(
-        f"offsetlake: pending audit file {path} cannot be folded ({problem}); moved to {aside}",
-        file=sys.stderr,
-    )
-    return False
-
-
-def _fold(spark: SparkSession, schema: str, files: Sequence[Path]) -> None:
-    table = audit.audit_table_name(schema)
-    pending = spark.read.schema(audit.audit_schema()).parquet(*(str(path) for path in files))
-    if spark.catalog.tableExists(table.replace("`", "")):
-        present = spark.table(table).select("run_id", "stage").distinct()
-        pending = pending.join(present, ["run_id", "stage"], "left_anti").select(*AUDIT_SCHEMA.names)
-    else:
-        spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
-    pending.write.mode("append").saveAsTable(table)

@@ -1,17 +1,27 @@
-"""Gold plus the checkpoints written after it: what ``latest_offsets`` will say after the next update.
+"""Gold plus the target's checkpoint records: what ``latest_offsets`` will say after the next update.
 
-Pure: the records come from offsetlake.kafka.checkpoint_tail. The rules are the pipeline's, kept
-here for the rows a failover sees before the pipeline does:
+Pure: the records come from offsetlake.kafka.checkpoint_tail, every record each checkpoints topic
+still holds, from its log start, so nothing gold may have missed is skipped. The rules are the
+pipeline's (offsetlake.pipeline.history), kept here for the rows a failover sees before the
+pipeline does:
 
-- per group-partition the last checkpoint record in partition order is the current one, and its
-  Kafka timestamp is the observation time (``checkpoint_observations``);
-- a translation keeps the ``source_timestamp`` of the version it continues: when the newest
-  checkpoint says what gold's checkpoint row says, only the observation time moves; otherwise the
-  version starts at the first record of the newest run of equal checkpoints (``offset_versions``);
-- gold's row and the newest checkpoint compete by the precedence rule (pipeline/precedence.py:
-  freshest upstream offset first, then the method order);
+- per group-partition the checkpoint records are ordered by their Kafka coordinates within their
+  checkpoints topic (offset, then timestamp; MM2 writes one partition), never by timestamp alone:
+  MM2's timestamps come from worker clocks and can step back. The last one is the current
+  checkpoint; its Kafka timestamp is the observation time;
+- a translation's ``source_timestamp`` is the timestamp of the first record of the newest run of
+  equal (upstream, downstream) checkpoints. When the topic holds nothing before that run (a new
+  key, or compaction removed what came before) and gold's checkpoint row says the same, gold's
+  ``source_timestamp`` is kept: gold saw the run begin;
+- a key whose newest checkpoint is exactly gold's row adds nothing; otherwise the newest checkpoint
+  replaces gold's checkpoint row, and competes with another method's row by the precedence rule
+  (pipeline/precedence.py: freshest upstream offset first, then the method order);
 - a record that does not decode is never applied; it is counted with its reason (the pipeline
   quarantines it at its next update).
+
+Not known here: the current versions of the methods that lost to gold's row, so when gold's row is
+a checkpoint and another method translates the new upstream offset too, the pipeline may choose
+that method where this chooses the checkpoint (same upstream offset, perhaps another downstream).
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from offsetlake.apply.planner import GoldOffset
-from offsetlake.kafka.checkpoint_tail import TailRecord
+from offsetlake.kafka.checkpoint_tail import TailRecord, UnreadablePartition
 from offsetlake.pipeline.precedence import Candidate, choose
 
 Key = tuple[str, str, str, int]
@@ -28,24 +38,21 @@ Key = tuple[str, str, str, int]
 
 
 @dataclass(frozen=True)
-class _Run:
-    """A key's newest run of equal checkpoints: its first and last record, and whether it spans all
-    of the key's tail (then it may continue gold's version)."""
-
-    first: TailRecord
-    last: TailRecord
-    whole_tail: bool
-
-
-@dataclass(frozen=True)
 class CatchUp:
     offsets: tuple[GoldOffset, ...]
     records: int
-    """Checkpoint records read after gold's high-water mark."""
+    """Checkpoint records read from the target."""
     pending: int
     """Group-partitions whose translation now comes from those records."""
     rejected: tuple[TailRecord, ...]
     """Records that did not decode (each carries its reason)."""
+    gold_checkpoints: int = 0
+    """Gold rows translated by the checkpoint method (none found on the target while gold has some:
+    the replication policy may not be the pipeline's)."""
+    topics: tuple[str, ...] = ()
+    """The checkpoint topics read."""
+    unreadable: tuple[UnreadablePartition, ...] = ()
+    """Checkpoint partitions that could not be read to their end (none of their records is used)."""
 
 
 def catch_up(gold: Sequence[GoldOffset], tail: Sequence[TailRecord], precedence: Sequence[str]) -> CatchUp:
@@ -53,41 +60,46 @@ def catch_up(gold: Sequence[GoldOffset], tail: Sequence[TailRecord], precedence:
     by_key: dict[Key, GoldOffset] = {_key(offset): offset for offset in gold}
     rejected = tuple(record for record in tail if record.checkpoint is None)
     pending = 0
-    for key, runs in _newest_runs(tail).items():
+    for key, records in _per_key(tail).items():
         current = by_key.get(key)
-        candidate = _translation(key, runs, current)
+        candidate = _translation(key, records, current)
+        if current is not None and _unchanged(candidate, current):
+            continue
         if current is None or _wins(candidate, current, precedence):
             by_key[key] = candidate
             pending += 1
-    return CatchUp(tuple(by_key.values()), len(tail), pending, rejected)
+    checkpoints = sum(1 for offset in gold if offset.method == "checkpoint")
+    return CatchUp(tuple(by_key.values()), len(tail), pending, rejected, checkpoints)
 
 
-def _newest_runs(tail: Sequence[TailRecord]) -> dict[Key, _Run]:
-    """Per key, its newest run of equal checkpoints, in partition order."""
-    runs: dict[Key, _Run] = {}
-    for record in sorted(tail, key=lambda r: (r.topic, r.partition, r.offset)):
+def sequence(record: TailRecord) -> tuple[int, float]:
+    """The pipeline's order of one key's checkpoint observations (history.observation_sequence)."""
+    return record.offset, record.timestamp.timestamp()
+
+
+def _per_key(tail: Sequence[TailRecord]) -> dict[Key, list[TailRecord]]:
+    """Per key, its decoded records in the pipeline's order."""
+    keyed: dict[Key, list[TailRecord]] = {}
+    for record in tail:
         checkpoint = record.checkpoint
-        if checkpoint is None:
-            continue
-        key = (record.source_cluster, checkpoint.group, checkpoint.topic, checkpoint.partition)
-        run = runs.get(key)
-        if run is None:
-            runs[key] = _Run(record, record, whole_tail=True)
-        elif _offsets(run.first) != _offsets(record):
-            runs[key] = _Run(record, record, whole_tail=False)
-        else:
-            runs[key] = _Run(run.first, record, run.whole_tail)
-    return runs
+        if checkpoint is not None:
+            key = (record.source_cluster, checkpoint.group, checkpoint.topic, checkpoint.partition)
+            keyed.setdefault(key, []).append(record)
+    return {key: sorted(records, key=sequence) for key, records in keyed.items()}
 
 
-def _translation(key: Key, run: _Run, current: GoldOffset | None) -> GoldOffset:
-    checkpoint = run.last.checkpoint
-    assert checkpoint is not None  # _newest_runs keeps decoded records only
+def _translation(key: Key, records: list[TailRecord], current: GoldOffset | None) -> GoldOffset:
+    last = records[-1]
+    checkpoint = last.checkpoint
+    assert checkpoint is not None  # _per_key keeps decoded records only
+    start = len(records) - 1
+    while start > 0 and _offsets(records[start - 1]) == _offsets(last):
+        start -= 1
     continues = (
-        run.whole_tail
+        start == 0
         and current is not None
         and current.method == "checkpoint"
-        and (current.upstream_offset, current.downstream_offset) == _offsets(run.last)
+        and (current.upstream_offset, current.downstream_offset) == _offsets(last)
     )
     return GoldOffset(
         source_cluster=key[0],
@@ -95,18 +107,32 @@ def _translation(key: Key, run: _Run, current: GoldOffset | None) -> GoldOffset:
         topic=key[2],
         partition=key[3],
         downstream_offset=checkpoint.downstream_offset,
-        source_timestamp=current.source_timestamp if continues and current else run.first.timestamp,
+        source_timestamp=current.source_timestamp if continues and current else records[start].timestamp,
         method="checkpoint",
-        observed_at=run.last.timestamp,
+        observed_at=last.timestamp,
         metadata=checkpoint.metadata,
         upstream_offset=checkpoint.upstream_offset,
         pending=True,
     )
 
 
+def _unchanged(candidate: GoldOffset, current: GoldOffset) -> bool:
+    """Gold's row already is this checkpoint (the same version, observed last at the same time, with
+    the same metadata): the tail adds nothing to it. Equal stamps alone prove nothing: MM2's clocks
+    may repeat one."""
+    return (
+        current.method == candidate.method
+        and current.metadata == candidate.metadata
+        and current.upstream_offset == candidate.upstream_offset
+        and current.downstream_offset == candidate.downstream_offset
+        and current.source_timestamp == candidate.source_timestamp
+        and current.observed_at == candidate.observed_at
+    )
+
+
 def _wins(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
     if current.method == candidate.method:
-        return True  # a newer observation of the same method replaces it
+        return True  # the newest observation of the same method is its current version
     contenders = [_candidate(current), _candidate(candidate)]
     winner, _ = choose(contenders, precedence)
     return winner is contenders[1]

@@ -70,7 +70,7 @@ from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.durations import format_duration
 from offsetlake.errors import OffsetlakeError
-from offsetlake.jobs.session import get_spark, on_databricks
+from offsetlake.jobs.session import fold_local_audit, get_spark, on_databricks
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
 from offsetlake.kafka.checkpoint_tail import CheckpointTailError, read_checkpoint_tail
@@ -134,8 +134,9 @@ class ApplyRequest:
     kafka_properties: Path | None = None
     """A Java properties file of Kafka client settings (local runs); values are masked like secrets."""
     checkpoint_tail: ReplicationPolicy | None = None
-    """Also read the target's checkpoint records gold has not ingested yet (the topics this MM2
-    policy names) and plan from gold plus them (offsetlake.apply.catch_up); not with ``as_of``."""
+    """Also read the target's checkpoint records, every one its checkpoints topics (the names this
+    policy, the pipeline's, gives) still hold, and plan from gold plus them
+    (offsetlake.apply.catch_up); not with ``as_of``."""
     k2k_guard_prefix: str = K2K_GUARD_PREFIX
     """Skip target groups whose commit metadata starts with this (K2K's offset mapper's); empty: off."""
     ignore_k2k_guard: bool = False
@@ -228,7 +229,9 @@ def gold_store_for(request: ApplyRequest) -> GoldStore:
     """
     schema = request.schema or LOCAL_SCHEMA
     if request.catalog or on_databricks():
-        return SparkGoldStore(get_spark(), schema, request.catalog)
+        spark = get_spark()
+        fold_local_audit(spark)  # the Spark store reads apply_audit: runs without Spark audited too
+        return SparkGoldStore(spark, schema, request.catalog)
     from offsetlake.apply.arrow_store import ArrowGoldStore
 
     home = local_home()
@@ -338,14 +341,15 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
 def _caught_up(
     run: _Run, result: ApplyResult, offsets: list[GoldOffset], policy: ReplicationPolicy
 ) -> ApplyResult:
-    """Gold plus the checkpoints written after its high-water mark, read from the target."""
+    """Gold plus every checkpoint record the target holds, each checkpoints topic read from its log
+    start: no high-water mark decides what is seen (bronze commits before gold, so records past
+    gold may be behind bronze's)."""
     try:
-        tail = read_checkpoint_tail(
-            run.config, policy, run.store.checkpoint_positions(), timeout_s=run.request.timeout_s
-        )
+        tail = read_checkpoint_tail(run.config, policy, timeout_s=run.request.timeout_s)
     except CheckpointTailError as error:
         raise CheckpointTailError(f"target cluster {run.target}: {error}") from error
-    return replace(result, catch_up=catch_up(offsets, tail.records, run.request.method_precedence))
+    caught = catch_up(offsets, tail.records, run.request.method_precedence)
+    return replace(result, catch_up=replace(caught, topics=tail.topics, unreadable=tail.unreadable))
 
 
 def _read_target(run: _Run, admin: AdminClient, offsets: Sequence[GoldOffset]) -> TargetState:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import yaml
+
 from offsetlake.apply.job import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DEADLINE_S,
@@ -30,8 +32,13 @@ from offsetlake.cli.options import (
     positive_int,
 )
 from offsetlake.durations import format_duration
+from offsetlake.errors import InvalidValueError
+from offsetlake.jobs.session import on_databricks
+from offsetlake.local.home import local_home
+from offsetlake.local.pipeline_run import SPEC_FILE
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS
+from offsetlake.pipeline.settings import ALL_KEYS, REPLICATION_POLICY, REPLICATION_SEPARATOR
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "in the apply_audit table with action dry_run. Nothing on the target changes.",
     )
     add_apply_options(plan, sources=False)
+    add_policy_option(plan)
     plan.set_defaults(handler=handle_plan)
 
     apply = subparsers.add_parser(
@@ -54,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "active-group policy refused the run.",
     )
     add_apply_options(apply, sources=False)
+    add_policy_option(apply)
     apply.set_defaults(handler=handle_apply)
 
 
@@ -90,11 +99,56 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         deadline_s=args.deadline,
         keep_alive_fraction=args.keep_alive_fraction,
         kafka_properties=clusters.kafka_properties,
-        checkpoint_tail=ReplicationPolicy() if args.checkpoint_tail and args.as_of is None else None,
+        checkpoint_tail=pipeline_policy(args) if args.checkpoint_tail and args.as_of is None else None,
         k2k_guard_prefix=args.k2k_guard_prefix,
         ignore_k2k_guard=args.ignore_k2k_guard,
         on_multiple_targets=args.on_multiple_targets,
     )
+
+
+def add_policy_option(parser: argparse.ArgumentParser) -> None:
+    """``--set offsetlake.KEY=VALUE``: the pipeline settings plan/apply need (its replication policy)."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a pipeline setting; with --checkpoint-tail, offsetlake.replication.policy and "
+        "offsetlake.replication.separator name the checkpoint topics (default: the local pipeline's "
+        "last run on this home, else MM2's default policy and `.`)",
+    )
+
+
+def pipeline_policy(args: argparse.Namespace) -> ReplicationPolicy:
+    """The replication policy the pipeline names the checkpoint topics with: the ``--set`` entries,
+    else (locally) the spec of the home's last ``pipeline run``, else MM2's default. A tail under
+    another policy than the pipeline's would find no topic and quietly read nothing."""
+    conf = {} if on_databricks() else _local_pipeline_conf()
+    for assignment in getattr(args, "set", None) or []:
+        key, sep, value = assignment.partition("=")
+        if not sep or key not in ALL_KEYS:
+            raise InvalidValueError(f"--set wants offsetlake.KEY=VALUE with a known key, got {assignment!r}")
+        conf[key] = value
+    try:
+        return ReplicationPolicy(
+            kind=conf.get(REPLICATION_POLICY) or "default",  # type: ignore[arg-type]
+            separator=conf.get(REPLICATION_SEPARATOR) or ".",
+        )
+    except ValueError as error:
+        raise InvalidValueError(f"{REPLICATION_POLICY}: {error}") from None
+
+
+def _local_pipeline_conf() -> dict[str, str]:
+    """The offsetlake.* configuration of the home's pipeline spec; empty when it never ran."""
+    spec = local_home() / "pipeline" / SPEC_FILE
+    if not spec.is_file():
+        return {}
+    try:
+        configuration = (yaml.safe_load(spec.read_text(encoding="utf-8")) or {}).get("configuration") or {}
+    except (OSError, yaml.YAMLError, AttributeError) as error:
+        raise InvalidValueError(f"cannot read the local pipeline spec {spec}: {error}") from None
+    return {
+        str(key): str(value) for key, value in configuration.items() if str(key).startswith("offsetlake.")
+    }
 
 
 def _handle(request: ApplyRequest, context: Context) -> int:
@@ -147,9 +201,9 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         const=True,
         default=False,
         metavar="true|false",
-        help="also read the target's MM2 checkpoint records the pipeline has not ingested yet "
-        "(topics `<alias>.checkpoints.internal`) and plan from gold plus them; not with --as-of "
-        "(`failover` always does)",
+        help="also read every MM2 checkpoint record on the target, each checkpoints topic from its "
+        "log start (named by the pipeline's replication policy, `<alias>.checkpoints.internal` by "
+        "default), and plan from gold plus them; not with --as-of (`failover` always does)",
     )
     parser.add_argument(
         "--active-group-policy",

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 
 from offsetlake.cli import render
-from offsetlake.cli.apply import add_apply_options, request_from_args
+from offsetlake.cli.apply import add_apply_options, pipeline_policy, request_from_args
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
@@ -21,7 +21,6 @@ from offsetlake.jobs.failover import (
 )
 from offsetlake.kafka.secrets import target_client_config
 from offsetlake.local.home import local_home
-from offsetlake.mirror.policy import ReplicationPolicy
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,12 +29,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="during an outage: probe, refresh if it can add anything, apply and verify, one report",
         description="Ask every cluster for its metadata (bounded by --probe-timeout). When all answer, "
         "refresh what latest_offsets is computed from (bounded by --refresh-timeout; a failed refresh "
-        "keeps gold as it was). Then apply gold's translations, with the target's checkpoints written "
-        "after gold's newest read directly from the target (no pipeline update needed: the source may be "
-        "gone), with every guard of `apply`, read them back, and print one report: each cluster's "
-        "reachability, per group what was applied or refused, the method and age of each translation, "
-        "and the records to be re-read. No questions asked. Exit status as `apply`: 0 all selected "
-        "partitions in place, 1 something failed or nothing could be applied, 3 active groups refused.",
+        "keeps gold as it was). Then apply gold's translations, with every checkpoint the target holds "
+        "read directly from it, each checkpoints topic from its log start under the pipeline's "
+        "replication policy (no pipeline update needed: the source may be gone), with every guard of "
+        "`apply`, read them back, and print one report: each cluster's reachability, per group what was "
+        "applied or refused, the method and age of each translation, and the records to be re-read. No "
+        "questions asked. Exit status as `apply`: 0 all selected partitions in place, 1 something failed "
+        "or nothing could be applied, 3 active groups refused.",
     )
     add_apply_options(failover, sources=True)
     failover.add_argument(
@@ -88,7 +88,7 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
     settings = None if refresh is RefreshMode.NEVER else settings_from_args(args, clusters)
     apply = request_from_args(args, clusters, dry_run=False)
     if args.as_of is None:  # a restore reads history only; otherwise gold plus the newest checkpoints
-        apply = replace(apply, checkpoint_tail=settings.policy if settings else ReplicationPolicy())
+        apply = replace(apply, checkpoint_tail=settings.policy if settings else pipeline_policy(args))
     request = FailoverRequest(
         apply=apply,
         settings=settings,
@@ -106,6 +106,8 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
             print(line, file=context.out)
 
     result = run_failover(request, echo=echo, secrets=context.secrets)
+    if result.loop_stood_aside is not None:
+        print(result.loop_stood_aside, file=context.out)
     out, err = render.failover_report(result)
     for line in out:
         print(line, file=context.out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,8 +16,12 @@ from offsetlake.cli.options import add_cluster_options, parse_duration
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.local.home import local_home
+from offsetlake.local.locks import HomeInUseError, SyncLoop, sync_loop
 from offsetlake.local.pipeline_run import PipelineRunResult, WarmServer, run_pipeline
 from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings
+
+_POLL_S = 0.2
+"""How often the sync loop looks for a stand-aside request between updates."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,8 +106,13 @@ def run_every(
     """Updates every ``every`` until a signal stops the command (StopSignalError ends the loop and
     the server with it). One local Spark Connect server stays warm between updates, so an update
     pays for no JVM start; a failed update gets a fresh server (its caches may not match tables
-    the gold guard put back) and the loop goes on."""
-    with WarmServer(home, kafka_properties=kafka_properties) as server:
+    the gold guard put back) and the loop goes on.
+
+    A failover goes first (local/locks.py, stand-aside protocol): asked, the loop stops an update in
+    progress (gold put back), stops its server, starts nothing while the failover runs, then resumes
+    with a line saying so. An update whose run lock a reader holds (the failover's gold reads) is
+    skipped with a line: the next one comes at the next interval."""
+    with sync_loop(home) as loop, WarmServer(home, kafka_properties=kafka_properties) as server:
         print(
             f"{_now()} local Spark Connect server {server.url} up; an update every "
             f"{format_duration(every)} until Ctrl-C or SIGTERM",
@@ -113,20 +123,51 @@ def run_every(
         while True:
             number += 1
             started = time.monotonic()
+            _stand_aside_if_asked(loop, server, context)
             if not server.alive():
                 print(f"{_now()} the local Spark Connect server is gone; starting another", file=context.out)
                 server.restart()
-            result = run_pipeline(settings, home, kafka_properties=kafka_properties, server=server)
-            print(update_line(number, result), file=context.out, flush=True)
-            if not result.succeeded:
-                server.restart()
-            time.sleep(max(0.0, every.total_seconds() - (time.monotonic() - started)))
+            stop = threading.Event()
+            loop.on_request = stop.set
+            try:
+                result = run_pipeline(
+                    settings, home, kafka_properties=kafka_properties, server=server, stop=stop
+                )
+            except HomeInUseError as error:
+                print(f"{_now()} update {number}: skipped: {error}", file=context.out, flush=True)
+            else:
+                asked = loop.requester() is not None
+                print(update_line(number, result, stood_aside=asked), file=context.out, flush=True)
+                if not result.succeeded and not asked:
+                    server.restart()
+            finally:
+                loop.on_request = None
+            while time.monotonic() - started < every.total_seconds() and loop.requester() is None:
+                time.sleep(min(_POLL_S, max(0.0, every.total_seconds() - (time.monotonic() - started))))
 
 
-def update_line(number: int, result: PipelineRunResult) -> str:
+def _stand_aside_if_asked(loop: SyncLoop, server: WarmServer, context: Context) -> None:
+    """With a live process asking (a failover), stop the server, wait for it to finish, resume."""
+    requester = loop.requester()
+    if requester is None:
+        return
+    server.stop()
+    print(
+        f"{_now()} standing aside for process {requester} (a failover): no update until it ends",
+        file=context.out,
+        flush=True,
+    )
+    loop.stand_aside(requester)
+    print(f"{_now()} process {requester} is done; resuming updates", file=context.out, flush=True)
+    server.start()
+
+
+def update_line(number: int, result: PipelineRunResult, *, stood_aside: bool = False) -> str:
     """One line per update of ``--every``: when, the status (restarts included), how long."""
     line = f"{_now()} update {number}: {result.status} in {result.seconds:.1f}s"
-    if not result.succeeded:
+    if stood_aside and not result.succeeded:
+        line += ": stopped to stand aside for a failover"
+    elif not result.succeeded:
         line += f": {result.explanation} (log: {result.log_path})"
     if result.restored_tables:
         line += f"; gold tables put back: {', '.join(result.restored_tables)}"
@@ -138,14 +179,29 @@ def _now() -> str:
 
 
 def handle_sql(args: argparse.Namespace, context: Context) -> int:
-    from offsetlake.local.sql import run_sql
+    from offsetlake.apply.pending_audit import fold_before_queries, pending_note, pending_schemas
+    from offsetlake.local.locks import HomeInUseError
+    from offsetlake.local.spark import LOCAL_SCHEMA
+    from offsetlake.local.sql import run_sql, sql_session
 
     queries = list(args.query)
     for path in args.file or []:
         queries.append(Path(path).read_text(encoding="utf-8"))
     if not queries:
         raise UsageError("give a query or --file")
-    results = run_sql(queries)
+    home = local_home()
+    try:
+        spark = sql_session(home)
+    except HomeInUseError as error:
+        if pending_schemas(home):  # the failover's audit is not in a table yet: say where it is
+            raise error.rewritten(lambda message: f"{message}; {pending_note(home)}") from error
+        raise
+    # Runs without Spark (a local failover, plan, apply) left their audit rows pending: fold them
+    # into apply_audit before any query, so the table the run's report names holds them.
+    unfolded = fold_before_queries(spark, home, LOCAL_SCHEMA)
+    if unfolded:
+        print(f"offsetlake sql: {unfolded}", file=context.err)
+    results = run_sql(spark, queries)
     if args.json:
         print(render.sql_json(results), file=context.out)
     else:

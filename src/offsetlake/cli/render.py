@@ -173,19 +173,33 @@ def refresh_lines(result: FailoverResult) -> list[str]:
 
 
 def catch_up_lines(result: ApplyResult) -> list[str]:
-    """What the checkpoint tail added to gold, and any record it could not use."""
+    """What the target's checkpoint topics added to gold: the topics read, the partitions that could
+    not be, the records that could not be used, and a plain word when no topic matched the policy
+    while gold holds checkpoint translations."""
     caught = result.catch_up
     if caught is None:
         return []
+    topics = ", ".join(caught.topics) if caught.topics else "none"
     lines = [
-        f"checkpoints after gold: {caught.records} record(s) read from the target, "
-        f"{caught.pending} group-partition(s) newer than gold (method `checkpoint (tail)`; "
-        "in offset_history after the next pipeline update)"
+        f"checkpoints on the target: {caught.records} record(s) read from the log start of "
+        f"{len(caught.topics)} topic(s) ({topics}), {caught.pending} group-partition(s) newer than gold "
+        "(method `checkpoint (tail)`; in offset_history after the next pipeline update)"
     ]
+    policy = result.request.checkpoint_tail
+    if not caught.topics and caught.gold_checkpoints and policy is not None:
+        example = policy.checkpoints_topic("<alias>")
+        lines.append(
+            f"checkpoints on the target: NO topic named like {example} while gold holds "
+            f"{caught.gold_checkpoints} checkpoint translation(s): the replication policy may not be "
+            "the pipeline's (--set offsetlake.replication.separator=...); planned from gold alone"
+        )
+    for part in caught.unreadable:
+        where = part.topic if part.partition < 0 else f"{part.topic}-{part.partition}"
+        lines.append(f"checkpoints on the target: {where} NOT READ, none of its records used: {part.reason}")
     if caught.rejected:
         first = caught.rejected[0]
         lines.append(
-            f"checkpoints after gold: {len(caught.rejected)} record(s) not decodable, not applied (the "
+            f"checkpoints on the target: {len(caught.rejected)} record(s) not decodable, not applied (the "
             f"pipeline quarantines them); first {first.topic}-{first.partition}@{first.offset}: {first.error}"
         )
     return lines

@@ -8,6 +8,10 @@ snapshots. With a source down it could add only the target's newest checkpoints,
 reads those itself (``ApplyRequest.checkpoint_tail``) without a JVM, so no refresh is started:
 measured, that is most of a failover's time, and the part a busy machine breaks. Then ``apply``
 with every guard it has, verified by reading the offsets back. It asks nothing interactively.
+
+A failover goes first: a local sync loop on the same home (``pipeline run --every``) is asked to
+stand aside before anything reads the home (local/locks.py), and the failover waits a bounded
+time for it (an update in progress is stopped, gold put back); the loop resumes once it is done.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from pathlib import Path
 from offsetlake.apply.job import ApplyRequest, ApplyResult, run_apply
 from offsetlake.kafka.admin import ClusterProbe, probe_cluster
 from offsetlake.kafka.secrets import SecretsProvider
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
-from offsetlake.pipeline.refresh_selection import failover_refresh_selection
+from offsetlake.local.locks import DEFAULT_STAND_ASIDE_WAIT_S, stand_aside_request
+from offsetlake.local.pipeline_run import PipelineRunResult, existing_tables, run_pipeline
+from offsetlake.pipeline.refresh_selection import failover_refresh
 from offsetlake.pipeline.settings import PipelineSettings
 
 DEFAULT_REFRESH_TIMEOUT_S = 300.0
@@ -65,6 +70,8 @@ class FailoverRequest:
     refresh_timeout_s: float = DEFAULT_REFRESH_TIMEOUT_S
     probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
     kafka_properties: Path | None = None
+    stand_aside_timeout_s: float = DEFAULT_STAND_ASIDE_WAIT_S
+    """How long a local sync loop on the home has to stand aside (local/locks.py)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,8 @@ class FailoverResult:
     refresh_skipped: str | None
     """Why no refresh ran (None when one did)."""
     apply: ApplyResult
+    loop_stood_aside: str | None = None
+    """``the local sync loop (process N) stood aside in 2.1s``, when one ran on the home."""
 
     @property
     def exit_code(self) -> int:
@@ -88,23 +97,33 @@ def run_failover(
     echo: Callable[[str], None] | None = None,
     secrets: SecretsProvider | None = None,
 ) -> FailoverResult:
-    checks = probe_all(request.clusters, timeout_s=request.probe_timeout_s)
-    skipped = _why_no_refresh(request, checks)
-    refresh = None
-    if skipped is None and request.settings is not None:
-        refresh = run_pipeline(
-            request.settings,
-            request.home,
-            refresh=failover_refresh_selection(request.settings),
-            echo=echo,
-            timeout_s=request.refresh_timeout_s,
-            kafka_properties=request.kafka_properties,
-        )
+    with stand_aside_request(request.home) as aside:
+        checks = probe_all(request.clusters, timeout_s=request.probe_timeout_s)  # while the loop stops
+        waited = aside.wait(request.stand_aside_timeout_s)
+        skipped = _why_no_refresh(request, checks)
+        refresh = None
+        if skipped is None and request.settings is not None:
+            # A selection only on a home that has every table (pipeline/refresh_selection.py).
+            scope = failover_refresh(request.settings, existing_tables(request.home))
+            refresh = run_pipeline(
+                request.settings,
+                request.home,
+                refresh=scope.selection,
+                echo=echo,
+                timeout_s=request.refresh_timeout_s,
+                kafka_properties=request.kafka_properties,
+            )
+        applied = run_apply(request.apply, secrets=secrets)
     return FailoverResult(
         checks=checks,
         refresh=refresh,
         refresh_skipped=skipped,
-        apply=run_apply(request.apply, secrets=secrets),
+        apply=applied,
+        loop_stood_aside=(
+            f"the local sync loop (process {aside.loop}) stood aside in {waited:.1f}s"
+            if aside.loop is not None
+            else None
+        ),
     )
 
 

@@ -122,15 +122,25 @@ def _attached_session() -> Any:
 def get_spark(environ: Mapping[str, str] | None = None) -> SparkSession:
     """The runtime's session on Databricks (never a local JVM there), the local one elsewhere.
 
-    Locally, audit rows a run without Spark left pending (offsetlake.apply.arrow_store) are folded
-    into ``apply_audit`` first, so whatever the session reads sees every audited run.
+    Only a session: a caller that reads ``apply_audit`` through a local one folds the audit rows
+    runs without Spark left pending first (:func:`fold_local_audit`).
     """
     if on_databricks(environ):
         return databricks_session(environ)
-    from offsetlake.apply.arrow_store import fold_pending_audit
-    from offsetlake.local.home import local_home
     from offsetlake.local.spark import get_local_spark
 
-    spark = get_local_spark()
-    fold_pending_audit(spark, local_home())
-    return spark
+    return get_local_spark()
+
+
+def fold_local_audit(spark: SparkSession, environ: Mapping[str, str] | None = None) -> int:
+    """Off Databricks, fold the audit rows a run without Spark left under the local home into
+    ``apply_audit`` through ``spark`` (offsetlake.apply.pending_audit), so what the session reads
+    holds every audited run; the number of files folded. On Databricks there is nothing to fold:
+    every run there appends to ``apply_audit`` itself.
+    """
+    if on_databricks(environ):
+        return 0
+    from offsetlake.apply.pending_audit import fold_pending_audit
+    from offsetlake.local.home import local_home
+
+    return fold_pending_audit(spark, local_home())

@@ -1,11 +1,16 @@
-"""Read MM2's checkpoint records the pipeline has not ingested yet, straight from the target.
+"""Read every MM2 checkpoint record the target still holds, from each checkpoints topic's log start.
 
 A failover needs the newest checkpoints, and with the source cluster gone they are all a pipeline
-update could add. Reading them here takes one consumer and a few round trips instead of a Spark
-start-up and a streaming update. The consumer is assigned its partitions (it never joins or commits
-to a group) from gold's high-water mark to the log end: it stops on librdkafka's partition-EOF
-event, which comes from the fetch response, so a wrong ListOffsets answer (Tansu) cannot cut the
-read short. Records decode with the pure codec the pipeline's Spark decoder is held equal to.
+update could add. No high-water mark decides where to start: bronze commits before gold's views,
+so the records between what gold consumed and what bronze holds would be in neither. MM2 creates
+each checkpoints topic single-partition and compacted, so reading it whole is cheap and it holds
+the last checkpoint of every (group, topic, partition). Reading here takes one consumer and a few
+round trips instead of a Spark start-up and a streaming update. The consumer is assigned its
+partitions (it never joins or commits to a group) from the log start to the log end: it stops on
+librdkafka's partition-EOF event, which comes from the fetch response, so a wrong ListOffsets
+answer (Tansu) cannot cut the read short. A partition that cannot be read to its end (an error, or
+no progress for the timeout) is left out whole, with its reason: part of a partition could be
+older than gold. Records decode with the pure codec the pipeline's Spark decoder is held equal to.
 """
 
 from __future__ import annotations
@@ -30,12 +35,12 @@ _BATCH = 10_000
 
 
 class CheckpointTailError(ExternalError):
-    """The target did not answer, or stopped answering, while its checkpoint topics were read."""
+    """The target's topics could not be listed: nothing about its checkpoints is known."""
 
 
 @dataclass(frozen=True)
 class TailRecord:
-    """One checkpoint record past gold's high-water mark: where it is and what it says."""
+    """One checkpoint record on the target: where it is and what it says."""
 
     source_cluster: str
     topic: str
@@ -48,23 +53,30 @@ class TailRecord:
 
 
 @dataclass(frozen=True)
+class UnreadablePartition:
+    """A checkpoints partition the tail could not read to its end: none of its records are used."""
+
+    topic: str
+    partition: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class CheckpointTail:
     records: tuple[TailRecord, ...]
     topics: tuple[str, ...]
-    """The checkpoint topics found on the target."""
+    """The checkpoint topics found on the target (the policy's names)."""
     seconds: float
+    unreadable: tuple[UnreadablePartition, ...] = ()
 
 
 def read_checkpoint_tail(
-    config: Mapping[str, str],
-    policy: ReplicationPolicy,
-    positions: Mapping[tuple[str, int], int],
-    *,
-    timeout_s: float,
+    config: Mapping[str, str], policy: ReplicationPolicy, *, timeout_s: float
 ) -> CheckpointTail:
-    """Every record of the target's checkpoint topics from ``positions`` (per topic-partition, the
-    next offset gold has not ingested; absent: from the log start) to the log end. Bounded: a target
-    that stops answering for ``timeout_s`` raises CheckpointTailError."""
+    """Every record of the target's checkpoint topics (``policy`` names them), log start to log end.
+
+    Bounded: a partition that gives no record and no end for ``timeout_s``, or fails, is reported in
+    ``unreadable``; only a target whose topics cannot be listed raises CheckpointTailError."""
     started = time.monotonic()
     pattern = re.compile(policy.checkpoints_topic_pattern())
     with clients.admin(config) as admin:
@@ -72,50 +84,60 @@ def read_checkpoint_tail(
             metadata = read_metadata(admin, timeout_s=timeout_s)
         except Exception as error:
             raise CheckpointTailError(f"cannot list the target's topics: {error}") from error
-    partitions = sorted(
-        (name, partition)
-        for name, topic in metadata.topics.items()
-        if pattern.match(name)
-        for partition in topic.partitions
+    matching = {name: topic for name, topic in metadata.topics.items() if pattern.match(name)}
+    unreadable: list[UnreadablePartition] = []
+    partitions: list[tuple[str, int]] = []
+    for name, topic in sorted(matching.items()):
+        if topic.error is not None:
+            unreadable.append(UnreadablePartition(name, -1, f"metadata: {topic.error.str()}"))
+            continue
+        for number, partition in sorted(topic.partitions.items()):
+            if partition.error is not None and partition.error.code() != KafkaError.NO_ERROR:
+                unreadable.append(UnreadablePartition(name, number, f"metadata: {partition.error.str()}"))
+            else:
+                partitions.append((name, number))
+    records: list[TailRecord] = []
+    if partitions:
+        read, failed = _read(config, pattern, partitions, timeout_s)
+        records, unreadable = read, [*unreadable, *failed]
+    return CheckpointTail(
+        tuple(records), tuple(sorted(matching)), time.monotonic() - started, tuple(unreadable)
     )
-    if not partitions:
-        return CheckpointTail((), (), time.monotonic() - started)
-    records = _read(config, pattern, partitions, positions, timeout_s)
-    topics = tuple(sorted({name for name, _ in partitions}))
-    return CheckpointTail(tuple(records), topics, time.monotonic() - started)
 
 
 def _read(
-    config: Mapping[str, str],
-    pattern: re.Pattern[str],
-    partitions: list[tuple[str, int]],
-    positions: Mapping[tuple[str, int], int],
-    timeout_s: float,
-) -> list[TailRecord]:
-    assignment = [
-        TopicPartition(name, partition, positions.get((name, partition), OFFSET_BEGINNING))
-        for name, partition in partitions
-    ]
+    config: Mapping[str, str], pattern: re.Pattern[str], partitions: list[tuple[str, int]], timeout_s: float
+) -> tuple[list[TailRecord], list[UnreadablePartition]]:
+    """The records of every partition read to its end, and the partitions that could not be."""
     unfinished = set(partitions)
+    failed: dict[tuple[str, int], str] = {}
     records: list[TailRecord] = []
     with clients.consumer(reader_consumer_config(config, fail_on_data_loss=False)) as consumer:
-        consumer.assign(assignment)
+        consumer.assign([TopicPartition(name, number, OFFSET_BEGINNING) for name, number in partitions])
         deadline = time.monotonic() + timeout_s
         while unfinished:
             if time.monotonic() > deadline:
-                names = ", ".join(f"{name}-{partition}" for name, partition in sorted(unfinished))
-                raise CheckpointTailError(f"no progress for {timeout_s:.0f}s reading {names}")
+                for key in unfinished:
+                    failed[key] = f"no record and no end of the log for {timeout_s:g}s"
+                break
             for message in consumer.consume(num_messages=_BATCH, timeout=_POLL_SLICE_S):
                 error = message.error()
                 key = (message.topic(), message.partition())
+                if key not in unfinished:
+                    continue  # already given up on: its records are not used
                 if error is None:
                     deadline = time.monotonic() + timeout_s
                     records.append(_record(pattern, message))
                 elif error.code() == KafkaError._PARTITION_EOF:
                     unfinished.discard(key)
                 elif error.fatal() or not error.retriable():
-                    raise CheckpointTailError(f"reading {key[0]}-{key[1]} failed: {error.str()}")
-    return records
+                    unfinished.discard(key)
+                    failed[key] = error.str()
+                    consumer.incremental_unassign([TopicPartition(*key)])
+    kept = [record for record in records if (record.topic, record.partition) not in failed]
+    return kept, [
+        UnreadablePartition(name, number, reason) for (name, number), reason in sorted(failed.items())
+    ]
 
 
 def _record(pattern: re.Pattern[str], message: Message) -> TailRecord:

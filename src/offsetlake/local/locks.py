@@ -9,16 +9,28 @@ home and says so in one line:
   that started it.
 - A pipeline run also holds ``pipeline/run.lock`` (``flock``) for its whole length, so a second
   run is refused even before the first one's JVM has opened the metastore.
+
+A failover goes first (stand-aside protocol): the local sync loop (``pipeline run --every``) holds
+``pipeline/sync-loop.lock`` (``flock``, its PID inside) for its life. A failover writes its PID to
+``pipeline/stand-aside`` and sends the loop SIGUSR1 (:func:`stand_aside_request`); the loop stops
+an update in progress (the gold guard puts gold back) and its Spark, writes the requester's PID to
+``pipeline/stand-aside.ack``, starts nothing while the requester lives, and resumes once the request
+is gone (:func:`sync_loop`). The failover waits a bounded time for the acknowledgement.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Final
 
 from offsetlake.errors import ExternalError
@@ -26,6 +38,13 @@ from offsetlake.local.processes import parent_of
 
 DERBY_LOCK: Final = Path("metastore_db") / "dbex.lck"
 RUN_LOCK: Final = Path("pipeline") / "run.lock"
+SYNC_LOOP_LOCK: Final = Path("pipeline") / "sync-loop.lock"
+STAND_ASIDE: Final = Path("pipeline") / "stand-aside"
+STAND_ASIDE_ACK: Final = Path("pipeline") / "stand-aside.ack"
+STAND_ASIDE_SIGNAL: Final = signal.SIGUSR1
+DEFAULT_STAND_ASIDE_WAIT_S: Final = 45.0
+"""A few seconds to be seen, plus an update's stop: its Spark's grace period (10 s) and gold put back."""
+_POLL_S: Final = 0.2
 _COMMAND_CHARS: Final = 120
 
 
@@ -36,7 +55,7 @@ class HomeInUseError(ExternalError):
 def check_home_free(home: Path) -> None:
     """Raise HomeInUseError naming the holder when another process has ``home``'s metastore open
     (this process's own Spark JVM does not count)."""
-    holder = _derby_holder(home / DERBY_LOCK)
+    holder = _lock_holder(home / DERBY_LOCK, "POSIX")
     if holder is not None and holder not in (os.getpid(), _own_jvm()):
         raise HomeInUseError(_in_use(home, holder))
 
@@ -65,18 +84,130 @@ def pipeline_run_lock(home: Path) -> Iterator[None]:
             lock_file.truncate(0)
 
 
-def _own_jvm() -> int | None:
-    """The JVM of this process's Spark session, if one runs (pyspark execs java in its launcher)."""
-    if "pyspark" not in sys.modules:
+class LoopDidNotStandAsideError(ExternalError):
+    """The local sync loop was asked to stand aside and did not within the bound."""
+
+
+@dataclass
+class SyncLoop:
+    """The loop's side of the stand-aside protocol (see the module docstring), from :func:`sync_loop`.
+
+    ``on_request`` (set by the loop around an update) runs inside the stand-aside signal's handler,
+    to stop the update's Spark at once; between updates the loop polls :meth:`requester`.
+    """
+
+    home: Path
+    on_request: Callable[[], None] | None = None
+
+    def requester(self) -> int | None:
+        """The PID of a live process asking the loop to stand aside, else None (no request, or one
+        left by a process that is gone). A request written before the loop started counts too."""
+        pid = _read_pid(self.home / STAND_ASIDE)
+        return pid if pid is not None and _alive(pid) else None
+
+    def stand_aside(self, requester: int, *, poll_s: float = _POLL_S) -> None:
+        """Acknowledge ``requester`` (call with no update running and no Spark of the loop's own),
+        then block until its request is withdrawn or it is gone."""
+        ack = self.home / STAND_ASIDE_ACK
+        _write_atomically(ack, f"{requester}\n")
+        try:
+            while _read_pid(self.home / STAND_ASIDE) == requester and _alive(requester):
+                time.sleep(poll_s)
+        finally:
+            ack.unlink(missing_ok=True)
+
+
+@contextmanager
+def sync_loop(home: Path) -> Iterator[SyncLoop]:
+    """Register the local sync loop of ``home`` for its life; a second loop on the same home is
+    refused. STAND_ASIDE_SIGNAL is handled (not fatal) from before the loop can be found."""
+    path = home / SYNC_LOOP_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    loop = SyncLoop(home)
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        if loop.on_request is not None:
+            loop.on_request()
+
+    with path.open("a+", encoding="utf-8") as lock_file:
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _read_pid(path)
+            raise HomeInUseError(
+                f"a local sync loop already runs on {home}"
+                + (f": {_describe(pid)}" if pid is not None else "")
+            ) from None
+        previous = signal.signal(STAND_ASIDE_SIGNAL, handler)
+        lock_file.truncate(0)
+        lock_file.write(f"{os.getpid()}\n")
+        lock_file.flush()
+        try:
+            yield loop
+        finally:
+            lock_file.truncate(0)
+            (home / STAND_ASIDE_ACK).unlink(missing_ok=True)
+            signal.signal(STAND_ASIDE_SIGNAL, previous)
+
+
+@dataclass(frozen=True)
+class StandAside:
+    """The failover's side of the protocol, from :func:`stand_aside_request`."""
+
+    home: Path
+    loop: int | None
+    """The sync loop asked to stand aside (None: no loop runs on the home)."""
+
+    def wait(self, timeout_s: float = DEFAULT_STAND_ASIDE_WAIT_S, *, poll_s: float = _POLL_S) -> float:
+        """Block until the loop acknowledged the request or is gone; the seconds it took. Past
+        ``timeout_s``, LoopDidNotStandAsideError (the request is withdrawn by the context's exit)."""
+        started = time.monotonic()
+        if self.loop is None:
+            return 0.0
+        me = os.getpid()
+        while _read_pid(self.home / STAND_ASIDE_ACK) != me and _sync_loop_holder(self.home) == self.loop:
+            if time.monotonic() - started > timeout_s:
+                raise LoopDidNotStandAsideError(
+                    f"the local sync loop on {self.home} ({_describe(self.loop)}) did not stand aside "
+                    f"within {timeout_s:g}s; stop it (Ctrl-C) and run the failover again"
+                )
+            time.sleep(poll_s)
+        return time.monotonic() - started
+
+
+@contextmanager
+def stand_aside_request(home: Path) -> Iterator[StandAside]:
+    """Ask the local sync loop of ``home``, if one runs, to stand aside until the block ends (then
+    it resumes); :meth:`StandAside.wait` waits for it. A request of another live process is refused."""
+    path = home / STAND_ASIDE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    me = os.getpid()
+    other = _read_pid(path)
+    if other is not None and other != me and _alive(other):
+        raise HomeInUseError(f"{_describe(other)} already asked the local sync loop on {home} to stand aside")
+    _write_atomically(path, f"{me}\n")
+    try:
+        loop = _sync_loop_holder(home)
+        if loop is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(loop, STAND_ASIDE_SIGNAL)
+        yield StandAside(home, loop)
+    finally:
+        if _read_pid(path) == me:
+            path.unlink(missing_ok=True)
+
+
+def _sync_loop_holder(home: Path) -> int | None:
+    """The PID of the sync loop holding ``home``'s loop lock (read from /proc/locks, so asking takes
+    no lock a starting loop could trip on), else None."""
+    path = home / SYNC_LOOP_LOCK
+    if _lock_holder(path, "FLOCK") is None:
         return None
-    from pyspark import SparkContext
-
-    process = getattr(SparkContext._gateway, "proc", None)
-    return None if process is None else process.pid
+    return _read_pid(path)
 
 
-def _derby_holder(lock_path: Path) -> int | None:
-    """PID holding a POSIX lock on ``lock_path`` according to /proc/locks, else None."""
+def _lock_holder(lock_path: Path, kind: str) -> int | None:
+    """PID holding a lock of ``kind`` (POSIX, FLOCK) on ``lock_path`` according to /proc/locks."""
     try:
         stat = lock_path.stat()
         table = Path("/proc/locks").read_text()
@@ -88,9 +219,43 @@ def _derby_holder(lock_path: Path) -> int | None:
         # "1: POSIX  ADVISORY  WRITE 3656 fe:00:2146504 0 EOF"; waiters have "->" after the number.
         if "->" in fields or len(fields) < 6:
             continue
-        if fields[1] == "POSIX" and fields[5] == device and fields[4].isdigit():
+        if fields[1] == kind and fields[5] == device and fields[4].isdigit():
             return int(fields[4])
     return None
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not: it holds nothing and asks nothing)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Readers see the old content or the new, never a half-written PID."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
+def _own_jvm() -> int | None:
+    """The JVM of this process's Spark session, if one runs (pyspark execs java in its launcher)."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    return None if process is None else process.pid
 
 
 def _in_use(home: Path, pid: int) -> str:

@@ -15,8 +15,12 @@ after the run). A run counts as succeeded only if the process exited 0, or if AL
 the run reported ``Run is COMPLETED``, every flow's last state is COMPLETED, no flow FAILED
 without being restarted after (a retried stream resumes from its checkpoint: under load a Python
 data source's worker can miss Spark's 10 s connect-back window, and the retry succeeds), and the
-process printed exactly one Python traceback whose error is that UNKNOWN_RESPONSE. Any
-other error, a failed flow, or a missing run-completed event is a failure.
+pipelines client printed no error other than that UNKNOWN_RESPONSE. What Spark's Python workers
+printed on the way (their tracebacks share the output of a locally started server, e.g. a worker's
+``CANNOT_OPEN_SOCKET`` before the flow's restart) is counted in the explanation, not judged: the
+engine's flow states already say whether their flows completed. A traceback is the client's when
+one of its frames is the pipelines CLI. Any other client error, a failed flow, or a missing
+run-completed event is a failure.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +72,15 @@ _FLOW_STATE = re.compile(r"^Flow '?(?P<flow>[^' ]+)'? (?:(?:is|has) )?(?P<state>
 _RUN_STATE = re.compile(r"^Run (?:is|has) (?P<state>[A-Z_]+)\.")
 _PYTHON_ERROR = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<message>.*)")
 _KNOWN_FALSE_FAILURE: Final = ("[UNKNOWN_RESPONSE]", "__python_accumulator__")
+# A frame of the pipelines client (pyspark's CLI, or our launcher of it); a Python worker's frames
+# are Spark's worker modules (pyspark.zip/pyspark/worker_util.py, .../python_streaming_source_runner.py).
+_CLIENT_FRAMES: Final = ("pyspark/pipelines/", "sdp_launcher.py")
+_ERROR_CLASS = re.compile(r"\[(?P<name>[A-Z][A-Z0-9_]+)\]")
+# A flow failure no retry can mend, an error of the graph or of analysis: the engine's lookup of a
+# flow that did not resolve (a table it reads was never created) raises NoSuchElementException
+# "key not found: `catalog`.`schema`.`flow`"; Spark's analysis errors carry a SQLSTATE of class 42.
+# The engine retries every non-fatal flow failure with back-off (minutes in all), as if transient.
+_GRAPH_ERROR = re.compile(r"^key not found: |\bSQLSTATE: 42[0-9A-Z]{3}\b")
 
 
 @dataclass(frozen=True)
@@ -89,31 +103,52 @@ class RunLog:
 
     flows: dict[str, list[tuple[datetime, str]]] = field(default_factory=dict)
     run_state: str | None = None
-    tracebacks: int = 0
-    python_errors: list[str] = field(default_factory=list)
+    client_errors: list[str] = field(default_factory=list)
+    """The error line of each traceback the pipelines client printed."""
+    worker_errors: list[str] = field(default_factory=list)
+    """The error line of each other traceback: Spark's Python workers, through the server's output."""
+    flow_errors: dict[str, str] = field(default_factory=dict)
+    """Each flow's latest failure, the ``Error:`` line printed after its FAILED event."""
     _in_traceback: bool = False
+    _client_frames: bool = False
+    _failed_flow: str | None = None
 
     def feed(self, line: str) -> None:
         line = line.rstrip("\n")
+        failed_flow, self._failed_flow = self._failed_flow, None
+        if failed_flow is not None and line.startswith("Error: "):
+            self.flow_errors[failed_flow] = line.removeprefix("Error: ")
+            return
         event = _EVENT.match(line)
         if event:
             at = datetime.strptime(event["at"], "%Y-%m-%d %H:%M:%S")
             flow = _FLOW_STATE.match(event["message"])
             if flow:
                 self.flows.setdefault(flow["flow"], []).append((at, flow["state"]))
+                if flow["state"] == "FAILED":
+                    self._failed_flow = flow["flow"]
             run = _RUN_STATE.match(event["message"])
             if run:
                 self.run_state = run["state"]
             return
         if line.startswith("Traceback (most recent call last)"):
-            self.tracebacks += 1
             self._in_traceback = True
+            self._client_frames = False
             return
-        if self._in_traceback and not line.startswith((" ", "\t")):
-            # The first unindented line after the frames is the Python error that ended the client.
-            self._in_traceback = False
-            if _PYTHON_ERROR.match(line):
-                self.python_errors.append(line)
+        if not self._in_traceback:
+            return
+        if line.startswith((" ", "\t")):
+            self._client_frames = self._client_frames or any(frame in line for frame in _CLIENT_FRAMES)
+            return
+        # The first unindented line after the frames is the Python error that ended the process.
+        self._in_traceback = False
+        if _PYTHON_ERROR.match(line):
+            (self.client_errors if self._client_frames else self.worker_errors).append(line)
+
+    def graph_errors(self) -> dict[str, str]:
+        """Flows whose latest failure is an error of the graph or of analysis (``_GRAPH_ERROR``):
+        retrying them cannot help, so the run is stopped instead of waiting out the retries."""
+        return {flow: error for flow, error in self.flow_errors.items() if _GRAPH_ERROR.search(error)}
 
     def outcomes(self) -> tuple[FlowOutcome, ...]:
         return tuple(
@@ -157,7 +192,12 @@ def judge(exit_code: int, log: RunLog) -> tuple[bool, str]:
     # EXCLUDED: a flow outside the run's refresh selection (``--refresh``), not run by design.
     unfinished = [o.name for o in outcomes if o.state not in ("COMPLETED", "EXCLUDED")]
     if failed:
-        return False, f"flows failed: {', '.join(failed)}"
+        graph = log.graph_errors()
+        why = f"flows failed: {', '.join(failed)}"
+        if graph:
+            flow, error = sorted(graph.items())[0]
+            why += f"; stopped, not retried: {flow} failed on an error of the graph ({error})"
+        return False, why
     skipped = [o.name for o in outcomes if o.state == "SKIPPED"]
     if skipped:
         # Seen with pyspark 4.2: a stream failing on its first attempt may be reported as COMPLETED
@@ -166,7 +206,7 @@ def judge(exit_code: int, log: RunLog) -> tuple[bool, str]:
     if exit_code == 0:
         if unfinished:
             return False, f"flows did not complete: {', '.join(unfinished)}"
-        return True, "exit code 0"
+        return True, "exit code 0" + _worker_errors_note(log.worker_errors)
     if log.run_state != "COMPLETED":
         return (
             False,
@@ -177,10 +217,28 @@ def judge(exit_code: int, log: RunLog) -> tuple[bool, str]:
             False,
             f"exit code {exit_code} and flows did not complete: {', '.join(unfinished) or 'none ran'}",
         )
-    known = [e for e in log.python_errors if all(marker in e for marker in _KNOWN_FALSE_FAILURE)]
-    if log.tracebacks == 1 and len(log.python_errors) == 1 and known:
-        return True, "every flow run COMPLETED; exit 1 is the known UNKNOWN_RESPONSE __python_accumulator__"
-    return False, f"exit code {exit_code} with unexpected errors: {log.python_errors or 'none printed'}"
+    unexpected = [e for e in log.client_errors if not all(marker in e for marker in _KNOWN_FALSE_FAILURE)]
+    if unexpected:
+        return False, f"exit code {exit_code} with unexpected errors: {unexpected}"
+    why = (
+        f"every flow run COMPLETED; exit {exit_code} is the known UNKNOWN_RESPONSE __python_accumulator__"
+        if log.client_errors
+        else f"every flow run COMPLETED; exit {exit_code} without a client error"
+    )
+    return True, why + _worker_errors_note(log.worker_errors)
+
+
+def _worker_errors_note(errors: Sequence[str]) -> str:
+    """``; 2 Python worker errors on the way (CANNOT_OPEN_SOCKET x2)``, or nothing."""
+    if not errors:
+        return ""
+    names: dict[str, int] = {}
+    for error in errors:
+        found = _ERROR_CLASS.search(error)
+        name = found["name"] if found else error.split(":", 1)[0].rsplit(".", 1)[-1]
+        names[name] = names.get(name, 0) + 1
+    listed = ", ".join(f"{name} x{count}" if count > 1 else name for name, count in names.items())
+    return f"; {len(errors)} Python worker error{'s' if len(errors) > 1 else ''} on the way ({listed})"
 
 
 @dataclass(frozen=True)
@@ -413,6 +471,7 @@ def run_pipeline(
     timeout_s: float | None = None,
     kafka_properties: Path | None = None,
     server: WarmServer | None = None,
+    stop: threading.Event | None = None,
 ) -> PipelineRunResult:
     """Run one pipeline update; ``echo`` receives each progress line (the full log goes to a file).
 
@@ -427,7 +486,11 @@ def run_pipeline(
     process is using is refused before anything is touched (pipeline/home_lock.py).
 
     With ``server`` (a started WarmServer of the same home and Kafka properties) the update runs
-    on it instead of starting its own Spark; ``spark_conf`` then only holds runtime settings.
+    on it instead of starting its own Spark; ``spark_conf`` then only holds runtime settings. A
+    failed update stops that server before gold is settled: its flows may still be running.
+
+    Setting ``stop`` (a signal handler may) ends the update as a failure, gold settled as above; so
+    does a flow failing on an error of the graph (``RunLog.graph_errors``).
     """
     home = (home or local_home()).resolve()
     if server is not None:
@@ -445,7 +508,17 @@ def run_pipeline(
             timeout_s=timeout_s,
             kafka_properties=kafka_properties,
             server=server,
+            stop=stop if stop is not None else threading.Event(),
         )
+
+
+def existing_tables(home: Path) -> frozenset[str]:
+    """The tables of the local schema that exist on ``home`` (each is a directory of the warehouse,
+    ``spark.sql.warehouse.dir``, from its creation on)."""
+    schema = home / "warehouse" / f"{LOCAL_SCHEMA}.db"
+    if not schema.is_dir():
+        return frozenset()
+    return frozenset(path.name for path in schema.iterdir() if path.is_dir())
 
 
 def _await_metastore_released(home: Path, timeout_s: float = 20.0) -> None:
@@ -482,6 +555,7 @@ def _run_update(
     timeout_s: float | None,
     kafka_properties: Path | None,
     server: WarmServer | None,
+    stop: threading.Event,
 ) -> PipelineRunResult:
     guard = GoldGuard(home)
     recovered = guard.recover()
@@ -509,9 +583,12 @@ def _run_update(
         log.feed(line)
         if echo is not None and _EVENT.match(line):
             echo(line.rstrip("\n"))
+        if not stop.is_set() and log.graph_errors():
+            stop.set()  # the engine would retry it with back-off for minutes
 
     guard.protect()
     completed: set[str] = set()
+    succeeded = False
     try:
         with log_path.open("w", encoding="utf-8") as log_file, interruptible():
             child = run_group(
@@ -520,6 +597,7 @@ def _run_update(
                 env=env,
                 on_line=on_line,
                 timeout_s=timeout_s,
+                stop=stop,
             )
             if server is None:
                 _await_metastore_released(home)
@@ -529,9 +607,13 @@ def _run_update(
         completed = {
             outcome.name.rsplit(".", 1)[-1] for outcome in log.outcomes() if outcome.state == "COMPLETED"
         }
+        if stop.is_set() and not succeeded and not log.graph_errors():
+            explanation = f"stopped on request ({explanation})"
         if succeeded:
             completed.update(GUARDED_TABLES)
     finally:
+        if server is not None and not succeeded:
+            server.stop()  # its flows may outlive the client; none may write while gold is settled
         restored = guard.settle(completed)
     return PipelineRunResult(
         succeeded=succeeded,

@@ -153,12 +153,14 @@ def run_group(
     on_line: Callable[[str], None],
     timeout_s: float | None = None,
     grace_s: float = DEFAULT_GRACE_S,
+    stop: threading.Event | None = None,
 ) -> ChildExit:
     """Run ``command`` in a new process group, feeding each output line to ``on_line``.
 
-    Past ``timeout_s`` the group is terminated (``timed_out``); on any exception, StopSignalError
-    included, it is terminated before the exception propagates. Either way, and after a normal
-    exit too, no process of the group is left.
+    Past ``timeout_s`` the group is terminated (``timed_out``); once ``stop`` is set (by
+    ``on_line``, say) it is terminated too; on any exception, StopSignalError included, it is
+    terminated before the exception propagates. Either way, and after a normal exit too, no
+    process of the group is left.
     """
     started = time.monotonic()
     process = subprocess.Popen(
@@ -184,7 +186,7 @@ def run_group(
     timed_out = False
     try:
         try:
-            exit_code = process.wait(timeout=timeout_s)
+            exit_code = _wait(process, timeout_s, stop)
         except subprocess.TimeoutExpired:
             timed_out = True
             terminate_group(process, grace_s=grace_s)
@@ -194,6 +196,22 @@ def run_group(
         reader.join(timeout=grace_s)
         stdout.close()
     return ChildExit(exit_code, timed_out, time.monotonic() - started)
+
+
+def _wait(process: subprocess.Popen[str], timeout_s: float | None, stop: threading.Event | None) -> int:
+    """``process.wait(timeout_s)``, ending the group early once ``stop`` is set."""
+    if stop is None:
+        return process.wait(timeout=timeout_s)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        try:
+            return process.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            if stop.is_set():
+                terminate_group(process)
+                return process.wait()
+            if deadline is not None and time.monotonic() > deadline:
+                raise
 
 
 def spawn_group(

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
 
 from offsetlake.errors import UsageError
 from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class QueryError(UsageError):
@@ -19,10 +23,15 @@ QueryResult = tuple[list[str], list[tuple[object, ...]]]
 """(column names, rows)."""
 
 
-def run_sql(queries: Sequence[str], home: Path | None = None) -> list[QueryResult]:
-    """Run each query in schema ``offsetlake``; one (column names, rows) per query."""
+def sql_session(home: Path | None = None) -> SparkSession:
+    """The local session queries run in, with schema ``offsetlake`` current."""
     spark = get_local_spark(home, app_name="offsetlake-sql")
     spark.catalog.setCurrentDatabase(LOCAL_SCHEMA)
+    return spark
+
+
+def run_sql(spark: SparkSession, queries: Sequence[str]) -> list[QueryResult]:
+    """Run each query in ``spark`` (a :func:`sql_session`); one (column names, rows) per query."""
     results = []
     for query in queries:
         try:

@@ -25,7 +25,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from offsetlake.errors import OffsetlakeError, UsageError
-from offsetlake.jobs.session import get_spark
+from offsetlake.jobs.session import fold_local_audit, get_spark
 from offsetlake.kafka.connect_rest import ConnectRest
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mm2_reset import audit
@@ -226,4 +226,6 @@ class _Run:
         """Append to the audit; Spark is started only when there is something to record (the
         Databricks runtime's session there, the shared local one elsewhere, as the apply job)."""
         if records:
-            audit.append_audit(get_spark(), self.request.audit_table, records)
+            spark = get_spark()
+            fold_local_audit(spark)  # every local Spark session folds the pending apply audit
+            audit.append_audit(spark, self.request.audit_table, records)

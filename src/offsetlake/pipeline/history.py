@@ -4,7 +4,8 @@ and latest_offsets.
 An *observation* is one translated offset for (source_cluster, consumer_group, topic, partition)
 by one method at one time:
 
-- ``checkpoint``: each MM2 checkpoint, observed at its Kafka timestamp (when MM2 listed offsets);
+- ``checkpoint``: each MM2 checkpoint, observed at its Kafka timestamp (when MM2 listed offsets),
+  ordered by its offset in its checkpoints topic (``observation_order``);
 - ``offset_sync``: each source group-offset snapshot translated with the offset syncs known when
   it was ingested (translation_spark.translate_with_offset_syncs), observed at the snapshot time;
 - ``mapping``: each snapshot translated through the record-level mappings then known (largest mapped
@@ -17,13 +18,20 @@ translates only the new checkpoints and snapshots). A sync that arrives late (MM
 rewrite an earlier snapshot's observation; the next snapshot of the group, taken every refresh,
 is translated with it and shows up as a new version when the translation changes.
 
-*Versions* (offset_versions) are SCD type 2 over the observations, exactly as AUTO CDC stores
-them: per (key, method), ordered by the sequence (observed_at, observation_order), a new version
-starts when downstream_offset or upstream_offset changes; the other columns hold the version's
-newest observation; ``__START_AT``/``__END_AT`` are the sequences of the version's first
-observation and of the next version's. On Databricks AUTO CDC maintains the table incrementally
-(``versions_by_auto_cdc``); locally ``offset_versions`` computes the same table from all
-observations (the open-source engine has no MERGE for a Parquet table).
+*Versions* (offset_versions) are SCD type 2 over the observations, exactly as AUTO CDC stores them:
+per (key, method), ordered by the sequence (observation_order, observed_at), a new version starts
+when downstream_offset or upstream_offset changes; the other columns hold the version's newest
+observation; ``__START_AT``/``__END_AT`` are the sequences of the version's first observation and of
+the next version's. The order is Kafka's where Kafka has one: a key's checkpoints all come from one
+checkpoints topic (named after the source alias) and MM2 writes its one partition, so their record
+offsets order them, whatever MM2's worker clocks stamped (a task moved to a worker with an earlier
+clock steps the timestamps back; ordering by them would let an older checkpoint win). The other
+methods have no such coordinates (observation_order 0): their observation time orders them. The
+failover's twin (apply/catch_up.py) orders the same way. On Databricks AUTO CDC maintains the table
+incrementally (``versions_by_auto_cdc``, sequence_by ``(observation_order, observed_at)``; a table
+made with the earlier (observed_at, observation_order) sequence needs a full refresh of
+offset_versions); locally ``offset_versions`` computes the same
+table from all observations (the open-source engine has no MERGE for a Parquet table).
 
 ``offset_history`` and ``latest_offsets`` read the versions in both places: history is every
 version with valid_from/valid_to; latest picks one method per key among the current versions, by
@@ -45,7 +53,12 @@ from pyspark.sql import functions as sf
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.precedence import choose_translation
-from offsetlake.pipeline.tables import GROUP_PARTITION_KEY, LATEST_OFFSETS, OFFSET_HISTORY
+from offsetlake.pipeline.tables import (
+    GROUP_PARTITION_KEY,
+    LATEST_OFFSETS,
+    OFFSET_HISTORY,
+    OFFSET_VERSIONS_AUTO_CDC,
+)
 from offsetlake.pipeline.translation_spark import (
     MAPPING_ORDER,
     downstream_topic,
@@ -192,14 +205,30 @@ START_AT: Final = "__START_AT"
 END_AT: Final = "__END_AT"
 
 
+SEQUENCE: Final = ("observation_order", "observed_at")
+"""The order of one (key, method)'s observations: the checkpoint record's offset in its checkpoints
+topic (0 for the other methods), then the observation time."""
+
+
 def observation_sequence() -> Column:
-    """AUTO CDC's sequence_by: observation time, then the order among observations at that instant."""
+    """AUTO CDC's sequence_by: SEQUENCE's fields, compared in that order."""
+    return sf.struct(*[sf.col(name) for name in SEQUENCE])
+
+
+def _stored_sequence() -> Column:
+    """What the local table stores in __START_AT/__END_AT: its declared struct (tables.OFFSET_VERSIONS,
+    fields in the order the table was first made with); ordered by SEQUENCE's fields, by name."""
     return sf.struct(sf.col("observed_at"), sf.col("observation_order"))
+
+
+def _by_sequence(column: str, *, descending: bool = False) -> list[Column]:
+    fields = [sf.col(f"{column}.{name}") for name in SEQUENCE]
+    return [field.desc() for field in fields] if descending else fields
 
 
 def offset_versions(observations: DataFrame) -> DataFrame:
     """The SCD type 2 table AUTO CDC keeps from ``observations`` (see the module docstring), at once."""
-    in_order = Window.partitionBy(*VERSION_KEY).orderBy("observed_at", "observation_order")
+    in_order = Window.partitionBy(*VERSION_KEY).orderBy(*SEQUENCE)
     running = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     changed = sf.lit(False)
     for column in TRACKED_COLUMNS:
@@ -207,27 +236,30 @@ def offset_versions(observations: DataFrame) -> DataFrame:
     first = sf.row_number().over(in_order) == 1
     marked = add_columns(
         observations.select(*OBSERVATION_COLUMNS),
-        {"_sequence": observation_sequence(), "_opens": first | changed},
+        {"_sequence": _stored_sequence(), "_opens": first | changed},
     )
     started = add_columns(
         marked,
         {START_AT: sf.last(sf.when(sf.col("_opens"), sf.col("_sequence")), ignorenulls=True).over(running)},
     )
-    newest_in_version = Window.partitionBy(*VERSION_KEY, START_AT).orderBy(sf.col("_sequence").desc())
+    newest_in_version = Window.partitionBy(*VERSION_KEY, START_AT).orderBy(
+        *_by_sequence("_sequence", descending=True)
+    )
     newest = add_columns(started, {"_rank": sf.row_number().over(newest_in_version)}).where(
         sf.col("_rank") == 1
     )
-    next_version = sf.lead(START_AT).over(Window.partitionBy(*VERSION_KEY).orderBy(START_AT))
+    next_version = sf.lead(START_AT).over(Window.partitionBy(*VERSION_KEY).orderBy(*_by_sequence(START_AT)))
     return add_columns(newest, {END_AT: next_version}).select(*OBSERVATION_COLUMNS, START_AT, END_AT)
 
 
-def versions_by_auto_cdc(engine: ModuleType, source: str, target: str, comment: str, schema: str) -> None:
-    """Declare ``target`` as the AUTO CDC SCD type 2 table over the ``source`` stream (Databricks).
+def versions_by_auto_cdc(engine: ModuleType, source: str, target: str, comment: str) -> None:
+    """Declare ``target`` as the AUTO CDC SCD type 2 table over the ``source`` stream (Databricks),
+    with the schema whose __START_AT/__END_AT have sequence_by's type (OFFSET_VERSIONS_AUTO_CDC).
 
     ``engine`` is the pipelines module (``pyspark.pipelines``); the open-source engine before 4.3
     has no SCD type 2 and cannot MERGE into Parquet, so this runs on Databricks only.
     """
-    engine.create_streaming_table(name=target, comment=comment, schema=schema)
+    engine.create_streaming_table(name=target, comment=comment, schema=OFFSET_VERSIONS_AUTO_CDC.schema_ddl)
     engine.create_auto_cdc_flow(
         target=target,
         source=source,

@@ -288,32 +288,41 @@ _OBSERVATION: Final = (
     (
         "observation_order",
         "BIGINT",
-        "Tie-break among observations at one instant: the checkpoint record offset, else 0",
+        "Order of a checkpoint among its key's: its record offset in the checkpoints topic; else 0",
     ),
 )
 _SEQUENCE: Final = "STRUCT<observed_at: TIMESTAMP, observation_order: BIGINT>"
+"""The local table's __START_AT/__END_AT: the first observation's time and order, as the table was
+first made (a local home's table keeps its column types; the engine orders by the fields by name)."""
+_AUTO_CDC_SEQUENCE: Final = "STRUCT<observation_order: BIGINT, observed_at: TIMESTAMP>"
+"""AUTO CDC's sequence_by, compared field by field: the checkpoint's topic offset first."""
 TRANSLATION_OBSERVATIONS: Final = TableSpec(
     "translation_observations",
     "Every translated offset by every method, appended as it is observed: each checkpoint, and each "
     "group-offset snapshot translated with the offset syncs and mappings known when it was ingested.",
     _OBSERVATION,
 )
-OFFSET_VERSIONS: Final = TableSpec(
-    "offset_versions",
-    "SCD type 2 versions of each (source_cluster, consumer_group, topic, partition, method) translation: "
-    "a new version when downstream_offset or upstream_offset changes; the other columns hold the "
-    "version's newest observation. AUTO CDC maintains it on Databricks; offset_history and "
-    "latest_offsets read it.",
-    (
-        *_OBSERVATION,
-        (
-            "__START_AT",
-            _SEQUENCE,
-            "Sequence (observed_at, observation_order) of the version's first observation",
-        ),
-        ("__END_AT", _SEQUENCE, "Sequence of the next version's first observation; NULL while current"),
-    ),
+_VERSIONS_COMMENT: Final = (
+    "SCD type 2 versions of each (source_cluster, consumer_group, topic, partition, method) translation, "
+    "ordered by (observation_order, observed_at): a new version when downstream_offset or "
+    "upstream_offset changes; the other columns hold the version's newest observation. AUTO CDC "
+    "maintains it on Databricks; offset_history and latest_offsets read it."
 )
+
+
+def _versions(sequence: str) -> tuple[tuple[str, str, str], ...]:
+    return (
+        *_OBSERVATION,
+        ("__START_AT", sequence, "Sequence of the version's first observation"),
+        ("__END_AT", sequence, "Sequence of the next version's first observation; NULL while current"),
+    )
+
+
+OFFSET_VERSIONS: Final = TableSpec("offset_versions", _VERSIONS_COMMENT, _versions(_SEQUENCE))
+OFFSET_VERSIONS_AUTO_CDC: Final = TableSpec(
+    "offset_versions", _VERSIONS_COMMENT, _versions(_AUTO_CDC_SEQUENCE)
+)
+"""offset_versions as AUTO CDC keeps it (Databricks): its sequence columns have sequence_by's type."""
 _GOLD_KEY_AND_OFFSET: Final = (
     *_GOLD_KEY,
     *_TRANSLATION,

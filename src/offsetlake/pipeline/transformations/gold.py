@@ -126,7 +126,6 @@ if settings.gold_incremental == "auto_cdc":
         source=TRANSLATION_OBSERVATIONS.name,
         target=OFFSET_VERSIONS.name,
         comment=OFFSET_VERSIONS.comment,
-        schema=OFFSET_VERSIONS.schema_ddl,
     )
     latest_group_offsets_by_auto_cdc(dp, source=SILVER_GROUP_OFFSETS.name)
 else:
