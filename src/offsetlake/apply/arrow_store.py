@@ -20,23 +20,34 @@ never leaves half a file. The store reads the audit as the table's files plus th
 and :func:`fold_pending_audit` appends the pending files to ``apply_audit`` through Spark when a
 local Spark session starts (offsetlake.jobs.session), so every Spark query sees every row.
 
-While a pipeline update runs on the home its gold tables are rewritten in place, so reading them
-is refused then, as the Spark store's session was refused while the pipeline's JVM held the home.
+Which files are a table: a materialized view is rewritten whole, so every data file of its
+directory; a streaming table (``bronze_checkpoints``, ``cluster_health``: Spark's file sink) only
+the files its sink log ``_spark_metadata/`` commits, as Spark reads it (:func:`committed_files`):
+a part file of a batch killed before its commit is in the directory but not in the table.
+
+Gold is read only when whole and only while it stays so: at its first read the store holds the
+home's run lock shared until :meth:`ArrowGoldStore.close` (it is a context manager), so no
+pipeline update starts and rewrites gold under a run; one already running refuses the read (or
+is waited for, ``lock_wait_s``); and gold an update killed outright left half-written is put back
+from the gold guard's backup first (offsetlake.local.gold_guard.hold_whole_gold).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
+import json
 import operator
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -58,7 +69,8 @@ from offsetlake.apply.gold import (
     table_name,
 )
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
-from offsetlake.local.locks import RUN_LOCK, HomeInUseError
+from offsetlake.local.gold_guard import hold_whole_gold
+from offsetlake.local.locks import RunLockHold
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.pipeline.precedence import METHODS
 from offsetlake.pipeline.tables import (
@@ -75,6 +87,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 WAREHOUSE: Final = "warehouse"
+SINK_LOG: Final = "_spark_metadata"
+"""Where Spark's file sink commits a streaming table's files, in the table's directory."""
+_SINK_LOG_VERSION: Final = "v1"
+_SINK_LOG_BATCH: Final = re.compile(r"(\d+)(\.compact)?")
 PENDING_AUDIT: Final = "audit-pending"
 _UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
 _FORMAT: Final = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
@@ -96,15 +112,40 @@ class ArrowGoldStore:
     """A GoldStore (offsetlake.apply.store) on ``<warehouse>/<schema>.db/`` and the pending audit.
 
     ``warehouse`` defaults to ``<home>/warehouse``, where offsetlake.local.spark keeps the tables.
+    From its first read until :meth:`close` it holds the home's run lock shared; ``lock_wait_s``:
+    how long that first read waits for a pipeline update to end (0: refused at once).
     """
 
     catalog: str | None = None
 
-    def __init__(self, home: Path, schema: str = LOCAL_SCHEMA, *, warehouse: Path | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        schema: str = LOCAL_SCHEMA,
+        *,
+        warehouse: Path | None = None,
+        lock_wait_s: float = 0.0,
+    ) -> None:
         self.home = home
         self.schema = schema
         self.warehouse = warehouse if warehouse is not None else home / WAREHOUSE
-        self._checked_home = False
+        self.lock_wait_s = lock_wait_s
+        self._lock: RunLockHold | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Let go of the home's run lock: a pipeline update may start again. Reading again holds it
+        again (and finds gold as that update left it)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     @property
     def schema_dir(self) -> Path:
@@ -292,7 +333,7 @@ class ArrowGoldStore:
 
     def _table(self, table: str) -> tuple[str, ds.Dataset | None]:
         """The table's name (as Spark names it, for messages) and its files; None when it has none."""
-        self._check_home()
+        self._hold_home()
         name = table_name(table, self.schema)
         return name, _guarded(name, lambda: open_table(self.schema_dir / table))
 
@@ -300,7 +341,7 @@ class ArrowGoldStore:
         """Rows of the audit: the ``apply_audit`` table's files and the pending files not folded yet
         (a row in both, between a fold's append and its removal of the file, counts once for every
         reader here: the last applied translation is a maximum)."""
-        self._check_home()
+        self._hold_home()
         name = self.audit_table
         schema = pa.schema([AUDIT_SCHEMA.field(column) for column in columns])
         parts = []
@@ -312,51 +353,94 @@ class ArrowGoldStore:
                 parts.append(_read(dataset, name, columns, where).cast(schema))
         return pa.concat_tables(parts) if parts else schema.empty_table()
 
-    def _check_home(self) -> None:
-        """Refuse while a pipeline update runs on the home: it rewrites gold in place."""
-        if self._checked_home:
-            return
-        holder = pipeline_update_holder(self.home)
-        if holder is not None:
-            who = f"process {holder}" if holder else "another process"
-            raise HomeInUseError(
-                f"local home {self.home} is in use by a pipeline update ({who}), which rewrites gold "
-                "while it runs; wait for it to finish, stop it, or set OFFSETLAKE_HOME to another directory"
-            )
-        self._checked_home = True
+    def _hold_home(self) -> None:
+        """From the first read on, no pipeline update rewrites gold under this store, and gold an
+        interrupted one left half-written has been put back; else HomeInUseError, one line."""
+        if self._lock is None:
+            self._lock = hold_whole_gold(self.home, wait_s=self.lock_wait_s)
 
 
 _OFFSET_COLUMNS: Final = (*GROUP_PARTITION_KEY, "downstream_offset", "method", "metadata", "source_timestamp")
 
 
-def pipeline_update_holder(home: Path) -> int | None:
-    """The process running a pipeline update on ``home`` (0 when it cannot be told), else None.
-
-    A run holds ``pipeline/run.lock`` exclusively for its whole length (offsetlake.local.locks); a
-    shared lock taken and released at once tells whether one does, without waiting.
-    """
-    try:
-        descriptor = os.open(home / RUN_LOCK, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
-            return int(holder) if holder.isdigit() else 0
-        fcntl.flock(descriptor, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(descriptor)
-
-
 def open_table(path: Path) -> ds.Dataset | None:
     """The Parquet files of one table directory, every timestamp as microseconds in UTC (INT96 and
-    TIMESTAMP_MICROS files alike); None when the directory is missing or holds no data file."""
+    TIMESTAMP_MICROS files alike); None when the directory is missing or holds no data file. A
+    streaming table's files are those its sink log commits (:func:`committed_files`)."""
     if not path.is_dir():
         return None
+    if (path / SINK_LOG).is_dir():
+        return open_files(committed_files(path / SINK_LOG))
     return _utc(ds.dataset(path, format=_FORMAT))
+
+
+class SinkLogError(ValueError):
+    """A file sink log this reader cannot follow (Spark would refuse it too)."""
+
+
+def committed_files(log: Path) -> list[Path]:
+    """The data files Spark's file sink log ``log`` (a table's ``_spark_metadata``) holds: added and
+    not deleted, as Spark's batch reader lists them (FileStreamSinkLog.allFiles).
+
+    Batch ``N`` is the file ``N``, or ``N.compact`` when it also carries every earlier batch's
+    entries; each is written whole under a temporary name and renamed (hidden names are skipped).
+    A file's first line is the log version (``v1``), then one JSON entry per line with ``path`` (a
+    URI) and ``action`` (``add`` or ``delete``). The newest compact batch and the batches after it
+    are read; batches before it may linger until Spark deletes them and are not needed.
+    """
+    batches: dict[int, Path] = {}
+    compact = -1
+    for entry in log.iterdir():
+        matched = _SINK_LOG_BATCH.fullmatch(entry.name)
+        if matched is None:
+            continue
+        batch = int(matched.group(1))
+        if matched.group(2):
+            compact = max(compact, batch)
+        if batch not in batches or matched.group(2):
+            batches[batch] = entry
+    if not batches:
+        return []
+    newest = max(batches)
+    missing = [batch for batch in range(max(compact, 0), newest + 1) if batch not in batches]
+    if missing:
+        raise SinkLogError(f"its file sink log {log} lacks batch {missing[0]} (newest: {newest})")
+    added: dict[str, Path] = {}
+    for batch in range(max(compact, 0), newest + 1):
+        for path, action in _sink_log_entries(batches[batch]):
+            if action == "delete":
+                added.pop(path, None)
+            elif action == "add":
+                added[path] = _local_path(path, batches[batch])
+            else:
+                raise SinkLogError(f"{batches[batch]}: unknown action {action!r} for {path}")
+    return list(added.values())
+
+
+def _sink_log_entries(batch: Path) -> list[tuple[str, str]]:
+    """(path, action) of each entry of one sink log batch file."""
+    lines = batch.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0] != _SINK_LOG_VERSION:
+        found = repr(lines[0]) if lines else "nothing"
+        raise SinkLogError(f"{batch}: expected log version {_SINK_LOG_VERSION}, found {found}")
+    entries = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            entries.append((str(entry["path"]), str(entry["action"])))
+        except (ValueError, KeyError, TypeError) as error:
+            raise SinkLogError(f"{batch}, line {number}: not a sink log entry ({error})") from error
+    return entries
+
+
+def _local_path(uri: str, batch: Path) -> Path:
+    """The local file a sink log entry's URI names (``file:///...``, or a path without a scheme)."""
+    parts = urlsplit(uri)
+    if parts.scheme not in ("", "file"):
+        raise SinkLogError(f"{batch}: {uri} is not a local file")
+    return Path(unquote(parts.path))
 
 
 def open_files(paths: Sequence[Path]) -> ds.Dataset | None:
@@ -379,10 +463,10 @@ def _utc(dataset: ds.Dataset) -> ds.Dataset | None:
 
 
 def _guarded(name: str, read: Callable[[], _T]) -> _T:
-    """``read()``, its I/O or Parquet error a GoldTableError naming the table."""
+    """``read()``, its I/O, Parquet or sink log error a GoldTableError naming the table."""
     try:
         return read()
-    except (OSError, pa.ArrowException) as error:
+    except (OSError, pa.ArrowException, SinkLogError) as error:
         raise GoldTableError(f"cannot read gold table {name}: {error}") from error
 
 

@@ -91,6 +91,7 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         keep_alive_fraction=args.keep_alive_fraction,
         kafka_properties=clusters.kafka_properties,
         checkpoint_tail=ReplicationPolicy() if args.checkpoint_tail and args.as_of is None else None,
+        tail_only=args.tail_only,
         k2k_guard_prefix=args.k2k_guard_prefix,
         ignore_k2k_guard=args.ignore_k2k_guard,
         on_multiple_targets=args.on_multiple_targets,
@@ -150,6 +151,13 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         help="also read the target's MM2 checkpoint records the pipeline has not ingested yet "
         "(topics `<alias>.checkpoints.internal`) and plan from gold plus them; not with --as-of "
         "(`failover` always does)",
+    )
+    parser.add_argument(
+        "--tail-only",
+        action="store_true",
+        help="plan from the target's MM2 checkpoint records alone, without gold's translations (with "
+        "--checkpoint-tail; `failover` reads them): for a gold an interrupted pipeline update left "
+        "empty while bronze_checkpoints holds checkpoint records, which is otherwise refused",
     )
     parser.add_argument(
         "--active-group-policy",
