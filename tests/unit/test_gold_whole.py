@@ -5,7 +5,9 @@ contradicts unless asked for the checkpoint tail alone."""
 
 from __future__ import annotations
 
+import io
 import json
+import signal
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -21,10 +23,13 @@ from offsetlake.apply.arrow_store import ArrowGoldStore, committed_files
 from offsetlake.apply.gold import GoldTableError
 from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import Selection
-from offsetlake.errors import InvalidValueError
+from offsetlake.cli import pipeline as cli_pipeline
+from offsetlake.cli.context import Context
+from offsetlake.errors import InvalidValueError, StopSignalError
 from offsetlake.local.gold_guard import GoldGuard
 from offsetlake.local.locks import HomeInUseError, RunLockHold, pipeline_run_lock
 from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
 from offsetlake.pipeline.tables import CLUSTER_HEALTH, LATEST_OFFSETS
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -280,3 +285,45 @@ def test_a_run_holds_the_home_from_its_first_read_and_lets_go_when_it_ends(
     assert "is in use by process" in refused[0]  # cluster_health, the first read, took the lock
     with pipeline_run_lock(tmp_path):
         pass
+
+
+def test_the_sync_loop_skips_an_update_while_a_run_reads_gold_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Server:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.url = "sc://localhost:1"
+
+        def __enter__(self) -> Server:
+            return self
+
+        def __exit__(self, *args: object) -> None:
+            pass
+
+        def alive(self) -> bool:
+            return True
+
+    updates: list[int] = []
+
+    def update(*args: Any, **kwargs: Any) -> Any:
+        updates.append(len(updates) + 1)
+        if len(updates) == 1:
+            with pipeline_run_lock(tmp_path):  # what run_pipeline does first: refused by the reader
+                pass
+        raise StopSignalError(signal.SIGTERM)
+
+    monkeypatch.setattr(cli_pipeline, "WarmServer", Server)
+    monkeypatch.setattr(cli_pipeline, "run_pipeline", update)
+    out = io.StringIO()
+    with ArrowGoldStore(tmp_path) as reader:
+        reader.latest_offsets()
+        with pytest.raises(StopSignalError):
+            cli_pipeline.run_every(
+                PipelineSettings("t:9092", (SourceCluster("east", "e:9092"),)),
+                tmp_path,
+                timedelta(microseconds=1),
+                None,
+                Context(out=out),
+            )
+    assert updates == [1, 2]
+    assert " update 1: skipped: local home " in out.getvalue()

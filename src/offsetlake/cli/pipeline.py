@@ -15,6 +15,7 @@ from offsetlake.cli.options import add_cluster_options, parse_duration
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.local.home import local_home
+from offsetlake.local.locks import HomeInUseError
 from offsetlake.local.pipeline_run import PipelineRunResult, WarmServer, run_pipeline
 from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings
 
@@ -116,10 +117,14 @@ def run_every(
             if not server.alive():
                 print(f"{_now()} the local Spark Connect server is gone; starting another", file=context.out)
                 server.restart()
-            result = run_pipeline(settings, home, kafka_properties=kafka_properties, server=server)
-            print(update_line(number, result), file=context.out, flush=True)
-            if not result.succeeded:
-                server.restart()
+            try:
+                result = run_pipeline(settings, home, kafka_properties=kafka_properties, server=server)
+            except HomeInUseError as error:  # a plan, apply or failover reading gold: the next one
+                print(f"{_now()} update {number}: skipped: {error}", file=context.out, flush=True)
+            else:
+                print(update_line(number, result), file=context.out, flush=True)
+                if not result.succeeded:
+                    server.restart()
             time.sleep(max(0.0, every.total_seconds() - (time.monotonic() - started)))
 
 
