@@ -25,7 +25,7 @@ from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import Selection
 from offsetlake.cli import pipeline as cli_pipeline
 from offsetlake.cli.context import Context
-from offsetlake.errors import InvalidValueError, StopSignalError
+from offsetlake.errors import ExternalError, InvalidValueError, StopSignalError
 from offsetlake.local.gold_guard import GoldGuard
 from offsetlake.local.locks import HomeInUseError, RunLockHold, pipeline_run_lock
 from offsetlake.mirror.policy import ReplicationPolicy
@@ -327,3 +327,9 @@ def test_the_sync_loop_skips_an_update_while_a_run_reads_gold_and_goes_on(
             )
     assert updates == [1, 2]
     assert " update 1: skipped: local home " in out.getvalue()
+
+
+def test_a_home_whose_run_lock_cannot_be_opened_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "pipeline").write_text("a file where the directory should be", encoding="utf-8")
+    with pytest.raises(ExternalError, match=r"cannot open local home .*'s run lock: \[Errno"):
+        ArrowGoldStore(tmp_path).latest_offsets()

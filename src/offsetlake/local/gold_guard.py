@@ -112,7 +112,10 @@ def hold_whole_gold(home: Path, *, wait_s: float = 0.0) -> RunLockHold:
     a backup an interrupted update left is put back first, under the lock taken exclusively for
     that moment. Waits up to ``wait_s`` for an update (or readers holding off the repair) to end,
     then refuses in one line."""
-    lock = RunLockHold(home)
+    try:
+        lock = RunLockHold(home)
+    except OSError as error:
+        raise ExternalError(f"cannot open local home {home}'s run lock: {error}") from error
     deadline = time.monotonic() + wait_s
     try:
         while (refusal := _hold_whole(lock, home)) is not None:
