@@ -138,16 +138,16 @@ class ApplyRequest:
     checkpoint_tail: ReplicationPolicy | None = None
     """Also read the target's checkpoint records gold has not ingested yet (the topics this MM2
     policy names) and plan from gold plus them (offsetlake.apply.catch_up); not with ``as_of``."""
-    tail_only: bool = False
-    """With ``checkpoint_tail``: plan from the target's checkpoint records alone, without gold's
-    translations. Without it, gold's latest_offsets empty while bronze_checkpoints holds checkpoint
-    records (an update that truncated gold) is refused: the tail alone lacks what gold held."""
     k2k_guard_prefix: str = K2K_GUARD_PREFIX
     """Skip target groups whose commit metadata starts with this (K2K's offset mapper's); empty: off."""
     ignore_k2k_guard: bool = False
     """Apply to those groups anyway (their plan rows say so)."""
     on_multiple_targets: MultipleTargetsPolicy = MultipleTargetsPolicy.FAIL
     """What to do with translations resting on a source record K2K mapped to several target topics."""
+    tail_only: bool = False
+    """With ``checkpoint_tail``: plan from the target's checkpoint records alone, without gold's
+    translations. Without it, gold's latest_offsets empty while bronze_checkpoints holds checkpoint
+    records (an update that truncated gold) is refused: the tail alone lacks what gold held."""
 
 
 @dataclass(frozen=True)
