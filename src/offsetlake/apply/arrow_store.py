@@ -42,7 +42,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -62,12 +61,11 @@ from offsetlake.apply.gold import (
     ClusterHealth,
     GoldTableError,
     GroupDataLoss,
-    from_micros,
     mapping_conflicts_by_key,
-    null_row_error,
     selection_bounds,
     table_name,
 )
+from offsetlake.apply.gold_rows import UTC_MICROS, datetimes, gold_offsets, pylist
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
 from offsetlake.local.gold_guard import hold_whole_gold
 from offsetlake.local.locks import RunLockHold
@@ -92,14 +90,13 @@ SINK_LOG: Final = "_spark_metadata"
 _SINK_LOG_VERSION: Final = "v1"
 _SINK_LOG_BATCH: Final = re.compile(r"(\d+)(\.compact)?")
 PENDING_AUDIT: Final = "audit-pending"
-_UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
 _FORMAT: Final = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
 _ARROW_TYPES: Final = {
     "STRING": pa.string(),
     "INT": pa.int32(),
     "BIGINT": pa.int64(),
     "BOOLEAN": pa.bool_(),
-    "TIMESTAMP": _UTC_MICROS,
+    "TIMESTAMP": UTC_MICROS,
 }
 AUDIT_SCHEMA: Final = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in AUDIT_COLUMNS])
 """apply_audit's columns as Arrow types (what a pending file holds): audit.AUDIT_COLUMNS."""
@@ -161,7 +158,7 @@ class ArrowGoldStore:
             return []
         columns = [*_OFFSET_COLUMNS, "last_observed_at", *_upstream(dataset)]
         table = _read(dataset, name, columns, _narrowing(selection))
-        return _gold_offsets(table, name, observed="last_observed_at")
+        return gold_offsets(table, name, observed="last_observed_at")
 
     def offsets_as_of(
         self,
@@ -178,7 +175,7 @@ class ArrowGoldStore:
         columns = [*_OFFSET_COLUMNS, UPSTREAM, "valid_from", "valid_to"]
         valid = _and(_narrowing(selection), _valid_at(as_of))
         current = _read(dataset, name, columns, valid)
-        return _gold_offsets(_choose(current, precedence), name, observed="source_timestamp")
+        return gold_offsets(_choose(current, precedence), name, observed="source_timestamp")
 
     def count_translations(self, as_of: datetime | None = None) -> int:
         name, dataset = self._table(OFFSET_HISTORY.name if as_of else LATEST_OFFSETS.name)
@@ -204,7 +201,7 @@ class ArrowGoldStore:
         last_reachable = dict(
             zip(
                 answered["cluster"].to_pylist(),
-                _datetimes(answered["checked_at_max"]),
+                datetimes(answered["checked_at_max"]),
                 strict=True,
             )
         )
@@ -213,7 +210,7 @@ class ArrowGoldStore:
             newest["role"].to_pylist(),
             newest["reachable"].to_pylist(),
             newest["error"].to_pylist(),
-            _datetimes(newest["checked_at"]),
+            datetimes(newest["checked_at"]),
             strict=True,
         )
         return sorted(
@@ -258,7 +255,7 @@ class ArrowGoldStore:
             totals["consumed_not_replicated_sum"].to_pylist(),
             totals["unconsumed_lost_sum"].to_pylist(),
             totals["unknown_sum"].to_pylist(),
-            _datetimes(totals["progress_at_max"]),
+            datetimes(totals["progress_at_max"]),
             strict=True,
         )
         return [
@@ -289,8 +286,8 @@ class ArrowGoldStore:
             newest["consumer_group"].to_pylist(),
             newest["topic"].to_pylist(),
             newest["partition"].to_pylist(),
-            _datetimes(newest["source_timestamp"]),
-            _datetimes(newest["recorded_at"]),
+            datetimes(newest["source_timestamp"]),
+            datetimes(newest["recorded_at"]),
             strict=True,
         )
         return {
@@ -453,7 +450,7 @@ def _utc(dataset: ds.Dataset) -> ds.Dataset | None:
         return None
     unified = pa.schema(
         [
-            field.with_type(_UTC_MICROS) if pa.types.is_timestamp(field.type) else field
+            field.with_type(UTC_MICROS) if pa.types.is_timestamp(field.type) else field
             for field in dataset.schema
         ]
     )
@@ -506,7 +503,7 @@ def _narrowing(
 
 def _valid_at(as_of: datetime) -> ds.Expression:
     """offset_history's rows valid at ``as_of``: valid_from <= T AND (valid_to IS NULL OR valid_to > T)."""
-    at = pa.scalar(as_of, _UTC_MICROS)
+    at = pa.scalar(as_of, UTC_MICROS)
     return (pc.field("valid_from") <= at) & (pc.field("valid_to").is_null() | (pc.field("valid_to") > at))
 
 
@@ -550,10 +547,10 @@ def _choose_shared(
     candidates = [
         Candidate(method=method, upstream_offset=upstream, downstream_offset=downstream, freshness=freshness)
         for method, upstream, downstream, freshness in zip(
-            _pylist(subset["method"]),
+            pylist(subset["method"]),
             subset[UPSTREAM].to_pylist(),
             subset["downstream_offset"].to_pylist(),
-            _datetimes(subset["valid_from"]),
+            datetimes(subset["valid_from"]),
             strict=True,
         )
     ]
@@ -585,80 +582,6 @@ def _runs(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Array, pa.Array]:
     ).cast(pa.int64())
     ends = pa.concat_arrays([starts.slice(1), pa.array([count], pa.int64())])
     return starts, pc.subtract(ends, starts)
-
-
-def _gold_offsets(table: pa.Table, name: str, *, observed: str) -> list[GoldOffset]:
-    """GoldOffsets from gold columns (``observed``: the column ``observed_at`` comes from). A NULL
-    in a column the apply job needs is a GoldTableError naming the row, as the Spark store's."""
-    source_micros = _micros(table["source_timestamp"])
-    observed_micros = _micros(table[observed])
-    required = {column: table[column] for column in _REQUIRED_COLUMNS} | {"source_micros": source_micros}
-    nulls = functools.reduce(pc.or_, [pc.is_null(column) for column in required.values()])
-    if pc.any(nulls).as_py():
-        index = pc.indices_nonzero(nulls)[0].as_py()
-        row = {column: table[column][index].as_py() for column in _ERROR_COLUMNS}
-        row |= {
-            "source_micros": source_micros[index].as_py(),
-            "observed_micros": observed_micros[index].as_py(),
-        }
-        if UPSTREAM in table.column_names:
-            row[UPSTREAM] = table[UPSTREAM][index].as_py()
-        raise null_row_error(name, row)
-    upstream = table[UPSTREAM].to_pylist() if UPSTREAM in table.column_names else [None] * table.num_rows
-    columns = {
-        "source_cluster": _pylist(table["source_cluster"]),
-        "consumer_group": table["consumer_group"].to_pylist(),
-        "topic": _pylist(table["topic"]),
-        "partition": table["partition"].to_pylist(),
-        "downstream_offset": table["downstream_offset"].to_pylist(),
-        "source_timestamp": _datetimes(table["source_timestamp"]),
-        "method": _pylist(pc.fill_null(table["method"], "")),
-        "observed_at": _datetimes(table[observed]),
-        "metadata": _pylist(pc.fill_null(table["metadata"], "")),
-        UPSTREAM: upstream,
-    }
-    return _construct(columns)
-
-
-_REQUIRED_COLUMNS: Final = (*GROUP_PARTITION_KEY, "downstream_offset")
-_ERROR_COLUMNS: Final = (*GROUP_PARTITION_KEY, "downstream_offset", "method", "metadata")
-
-
-def _construct(columns: dict[str, list[Any]]) -> list[GoldOffset]:
-    """One GoldOffset per row of ``columns`` (by field name): positionally when they are GoldOffset's
-    leading fields (the fastest call: a third less than by keyword), else by keyword."""
-    names = [field.name for field in fields(GoldOffset)]
-    ordered = [name for name in names if name in columns]
-    if names[: len(ordered)] == ordered:
-        return list(map(GoldOffset, *(columns[name] for name in ordered)))
-    return [
-        GoldOffset(**dict(zip(ordered, values, strict=True)))
-        for values in zip(*(columns[n] for n in ordered), strict=True)
-    ]
-
-
-def _pylist(column: pa.ChunkedArray | pa.Array) -> list[Any]:
-    """Python values of a column whose values repeat (cluster, topic, method): each distinct value
-    is converted once, and the rows share it."""
-    encoded = pc.dictionary_encode(_combined(column), null_encoding="encode")
-    values = encoded.dictionary.to_pylist()
-    return [values[index] for index in encoded.indices.to_pylist()]
-
-
-def _micros(column: pa.ChunkedArray) -> pa.Array:
-    return _combined(column).cast(_UTC_MICROS).cast(pa.int64())
-
-
-def _datetimes(column: pa.ChunkedArray | pa.Array) -> list[datetime | None]:
-    """UTC datetimes of a timestamp column, each distinct instant converted once (pyarrow's own
-    conversion of zone-aware timestamps costs ~10 µs a value: 10 s for a million rows)."""
-    encoded = pc.dictionary_encode(_micros(column), null_encoding="encode")
-    values = [None if micros is None else from_micros(micros) for micros in encoded.dictionary.to_pylist()]
-    return [values[index] for index in encoded.indices.to_pylist()]
-
-
-def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
 # --- the pending audit -------------------------------------------------------------------------------
