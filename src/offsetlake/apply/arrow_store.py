@@ -65,7 +65,7 @@ from offsetlake.apply.gold import (
     selection_bounds,
     table_name,
 )
-from offsetlake.apply.gold_rows import UTC_MICROS, datetimes, gold_offsets, pylist
+from offsetlake.apply.gold_rows import UTC_MICROS, choose_current, datetimes, gold_offsets
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
 from offsetlake.local.gold_guard import hold_whole_gold
 from offsetlake.local.locks import RunLockHold
@@ -175,7 +175,7 @@ class ArrowGoldStore:
         columns = [*_OFFSET_COLUMNS, UPSTREAM, "valid_from", "valid_to"]
         valid = _and(_narrowing(selection), _valid_at(as_of))
         current = _read(dataset, name, columns, valid)
-        return gold_offsets(_choose(current, precedence), name, observed="source_timestamp")
+        return gold_offsets(choose_current(current, precedence), name, observed="source_timestamp")
 
     def count_translations(self, as_of: datetime | None = None) -> int:
         name, dataset = self._table(OFFSET_HISTORY.name if as_of else LATEST_OFFSETS.name)
@@ -517,71 +517,6 @@ def _last_per_key(table: pa.Table, keys: list[str], ordering: str, values: list[
     return newest.rename_columns(
         [name.removesuffix("_last").removesuffix("_max") for name in newest.column_names]
     )
-
-
-def _choose(current: pa.Table, precedence: Sequence[str]) -> pa.Table:
-    """One row per group-partition key of ``current`` (offset_history rows valid at one time), by
-    offsetlake.pipeline.precedence.choose with valid_from as the freshness. A key with one row keeps
-    it, without Python work per row; only keys several methods translate are chosen row by row."""
-    if current.num_rows == 0:
-        return current
-    current = current.sort_by([(key, "ascending") for key in GROUP_PARTITION_KEY])
-    starts, sizes = _runs(current, GROUP_PARTITION_KEY)
-    alone = pc.equal(sizes, 1)
-    chosen = [pc.filter(starts, alone)]
-    shared_starts = pc.filter(starts, pc.invert(alone)).to_pylist()
-    if shared_starts:
-        shared_sizes = pc.filter(sizes, pc.invert(alone)).to_pylist()
-        chosen.append(pa.array(_choose_shared(current, shared_starts, shared_sizes, precedence), pa.int64()))
-    return current.take(pa.concat_arrays([indices.cast(pa.int64()) for indices in chosen]))
-
-
-def _choose_shared(
-    current: pa.Table, starts: list[int], sizes: list[int], precedence: Sequence[str]
-) -> list[int]:
-    """The chosen row of each key whose rows start at ``starts`` (``sizes`` rows each)."""
-    from offsetlake.pipeline.precedence import Candidate, choose
-
-    rows = [row for start, size in zip(starts, sizes, strict=True) for row in range(start, start + size)]
-    subset = current.take(pa.array(rows, pa.int64()))
-    candidates = [
-        Candidate(method=method, upstream_offset=upstream, downstream_offset=downstream, freshness=freshness)
-        for method, upstream, downstream, freshness in zip(
-            pylist(subset["method"]),
-            subset[UPSTREAM].to_pylist(),
-            subset["downstream_offset"].to_pylist(),
-            datetimes(subset["valid_from"]),
-            strict=True,
-        )
-    ]
-    chosen, offset = [], 0
-    for start, size in zip(starts, sizes, strict=True):
-        group = candidates[offset : offset + size]
-        winner, _disagree = choose(group, precedence)
-        position = next((i for i, candidate in enumerate(group) if candidate is winner), None)
-        chosen.append(start + (group.index(winner) if position is None else position))
-        offset += size
-    return chosen
-
-
-def _runs(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Array, pa.Array]:
-    """Where each run of equal ``keys`` starts in ``table`` (sorted by them) and how long it is;
-    NULL equals NULL, as in Spark's grouping."""
-    count = table.num_rows
-    same: pa.Array | None = None
-    for key in keys:
-        column = table[key].combine_chunks()
-        before, after = column.slice(0, count - 1), column.slice(1)
-        equal = pc.or_kleene(
-            pc.fill_null(pc.equal(before, after), False), pc.and_(pc.is_null(before), pc.is_null(after))
-        )
-        same = equal if same is None else pc.and_(same, equal)
-    assert same is not None
-    starts = pa.concat_arrays(
-        [pa.array([0], pa.uint64()), pc.add(pc.indices_nonzero(pc.invert(same)), 1).cast(pa.uint64())]
-    ).cast(pa.int64())
-    ends = pa.concat_arrays([starts.slice(1), pa.array([count], pa.int64())])
-    return starts, pc.subtract(ends, starts)
 
 
 # --- the pending audit -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from offsetlake.apply.planner import GoldOffset, NameBounds, Selection
 from offsetlake.errors import ExternalError
 from offsetlake.mirror.positions import GroupPartition
-from offsetlake.pipeline.precedence import METHODS, choose_translation
+from offsetlake.pipeline.precedence import METHODS
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
@@ -139,7 +139,8 @@ def read_offsets_as_of(
     """The translation that was current at ``as_of`` per group-partition, from ``offset_history``.
 
     History is kept per method, so several rows can be current at once: one is chosen with the
-    rule latest_offsets uses (offsetlake.pipeline.precedence), with valid_from as the freshness.
+    rule latest_offsets uses (offsetlake.pipeline.precedence), with valid_from as the freshness,
+    on the driver by the local store's code (offsetlake.apply.gold_rows.choose_current).
     Without this, methods that merely differ in precision would look like a conflict between
     source clusters. Rows ``selection`` rules out are left in storage (:func:`narrowed`).
     """
@@ -149,13 +150,11 @@ def read_offsets_as_of(
     if not _exists(spark, name):
         return []
 
-    def chosen() -> DataFrame:
-        current = _valid_at(narrowed(spark.table(name), selection), as_of)
-        return choose_translation(current, precedence, freshness="valid_from").selectExpr(
-            *_COLUMNS, *_upstream(current)
-        )
+    def current() -> DataFrame:
+        valid = _valid_at(narrowed(spark.table(name), selection), as_of)
+        return valid.selectExpr(*_COLUMNS, UPSTREAM, "valid_from")
 
-    return _collect(chosen, name, observed="source_timestamp")
+    return _collect(current, name, observed="source_timestamp", precedence=precedence)
 
 
 def read_checkpoint_positions(
@@ -324,19 +323,24 @@ def _exists(spark: SparkSession, name: str) -> bool:
     return bool(spark.catalog.tableExists(name.replace("`", "")))
 
 
-def _collect(frame: Callable[[], DataFrame], name: str, *, observed: str) -> list[GoldOffset]:
+def _collect(
+    frame: Callable[[], DataFrame], name: str, *, observed: str, precedence: Sequence[str] | None = None
+) -> list[GoldOffset]:
     """The rows of ``frame()`` as GoldOffsets, through Arrow (collect() builds a Row per row and
     looks each field up by name: 1,000,000 rows on a loaded 2-core machine took 54 s, through Arrow
-    10-15 s), by the rule the local store uses too (offsetlake.apply.gold_rows). A table without
-    the contract's columns is a GoldTableError, as is a NULL key."""
+    10-15 s), by the rules the local store uses too (offsetlake.apply.gold_rows); with
+    ``precedence``, one row per key chosen first. A table without the contract's columns is a
+    GoldTableError, as is a NULL key."""
     from pyspark.errors import AnalysisException
 
-    from offsetlake.apply.gold_rows import gold_offsets
+    from offsetlake.apply.gold_rows import choose_current, gold_offsets
 
     try:
         table = frame().toArrow()
     except AnalysisException as error:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
+    if precedence is not None:
+        table = choose_current(table, precedence)
     return gold_offsets(table, name, observed=observed)
 
 

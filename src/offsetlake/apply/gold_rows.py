@@ -1,14 +1,19 @@
-"""Gold rows as the apply job takes them, one rule for both gold stores: Arrow columns -> GoldOffsets.
+"""Gold rows as the apply job takes them, each rule once for both gold stores.
 
-Both stores hand over gold's columns as an Arrow table (the Spark store through ``toArrow``, the
-local one from the Parquet files) and this turns them into GoldOffsets: timestamps of any zone as
-UTC datetimes, NULL method and metadata as "", and a row without its key, offset or source
-timestamp a GoldTableError naming the row, so both stores say the same about every row.
+Both stores only scan: they hand over gold's columns, filtered, as an Arrow table (the Spark store
+through ``toArrow``, the local one from the Parquet files), and the rules are here:
+
+- :func:`choose_current`: of the ``offset_history`` rows valid at a time, one per group-partition,
+  by offsetlake.pipeline.precedence.choose (the pure twin of the pipeline's choose_translation);
+- :func:`gold_offsets`: rows -> GoldOffsets, timestamps of any zone as UTC datetimes, NULL method
+  and metadata as "", and a row without its key, offset or source timestamp a GoldTableError
+  naming the row, so both stores say the same about every row.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any, Final
@@ -21,6 +26,71 @@ from offsetlake.apply.planner import GoldOffset
 from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
 
 UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
+
+
+def choose_current(current: pa.Table, precedence: Sequence[str]) -> pa.Table:
+    """One row per group-partition key of ``current`` (offset_history rows valid at one time), by
+    offsetlake.pipeline.precedence.choose with valid_from as the freshness. A key with one row keeps
+    it, without Python work per row; only keys several methods translate are chosen row by row."""
+    if current.num_rows == 0:
+        return current
+    current = current.sort_by([(key, "ascending") for key in GROUP_PARTITION_KEY])
+    starts, sizes = _runs(current, GROUP_PARTITION_KEY)
+    alone = pc.equal(sizes, 1)
+    chosen = [pc.filter(starts, alone)]
+    shared_starts = pc.filter(starts, pc.invert(alone)).to_pylist()
+    if shared_starts:
+        shared_sizes = pc.filter(sizes, pc.invert(alone)).to_pylist()
+        chosen.append(pa.array(_choose_shared(current, shared_starts, shared_sizes, precedence), pa.int64()))
+    return current.take(pa.concat_arrays([indices.cast(pa.int64()) for indices in chosen]))
+
+
+def _choose_shared(
+    current: pa.Table, starts: list[int], sizes: list[int], precedence: Sequence[str]
+) -> list[int]:
+    """The chosen row of each key whose rows start at ``starts`` (``sizes`` rows each)."""
+    from offsetlake.pipeline.precedence import Candidate, choose
+
+    rows = [row for start, size in zip(starts, sizes, strict=True) for row in range(start, start + size)]
+    subset = current.take(pa.array(rows, pa.int64()))
+    candidates = [
+        Candidate(method=method, upstream_offset=upstream, downstream_offset=downstream, freshness=freshness)
+        for method, upstream, downstream, freshness in zip(
+            pylist(subset["method"]),
+            subset[UPSTREAM].to_pylist(),
+            subset["downstream_offset"].to_pylist(),
+            datetimes(subset["valid_from"]),
+            strict=True,
+        )
+    ]
+    chosen, offset = [], 0
+    for start, size in zip(starts, sizes, strict=True):
+        group = candidates[offset : offset + size]
+        winner, _disagree = choose(group, precedence)
+        position = next((i for i, candidate in enumerate(group) if candidate is winner), None)
+        chosen.append(start + (group.index(winner) if position is None else position))
+        offset += size
+    return chosen
+
+
+def _runs(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Array, pa.Array]:
+    """Where each run of equal ``keys`` starts in ``table`` (sorted by them) and how long it is;
+    NULL equals NULL, as in Spark's grouping."""
+    count = table.num_rows
+    same: pa.Array | None = None
+    for key in keys:
+        column = table[key].combine_chunks()
+        before, after = column.slice(0, count - 1), column.slice(1)
+        equal = pc.or_kleene(
+            pc.fill_null(pc.equal(before, after), False), pc.and_(pc.is_null(before), pc.is_null(after))
+        )
+        same = equal if same is None else pc.and_(same, equal)
+    assert same is not None
+    starts = pa.concat_arrays(
+        [pa.array([0], pa.uint64()), pc.add(pc.indices_nonzero(pc.invert(same)), 1).cast(pa.uint64())]
+    ).cast(pa.int64())
+    ends = pa.concat_arrays([starts.slice(1), pa.array([count], pa.int64())])
+    return starts, pc.subtract(ends, starts)
 
 
 def gold_offsets(table: pa.Table, name: str, *, observed: str) -> list[GoldOffset]:
