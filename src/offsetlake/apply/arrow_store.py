@@ -65,7 +65,14 @@ from offsetlake.apply.gold import (
     selection_bounds,
     table_name,
 )
-from offsetlake.apply.gold_rows import UTC_MICROS, choose_current, datetimes, gold_offsets
+from offsetlake.apply.gold_rows import (
+    DATA_LOSS_COLUMNS,
+    UTC_MICROS,
+    choose_current,
+    data_loss_totals,
+    datetimes,
+    gold_offsets,
+)
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
 from offsetlake.local.gold_guard import hold_whole_gold
 from offsetlake.local.locks import RunLockHold
@@ -232,45 +239,9 @@ class ArrowGoldStore:
         name, dataset = self._table(FAILOVER_DATA_LOSS.name)
         if dataset is None:
             return []
-        columns = ["source_cluster", "consumer_group", "status", "consumed_not_replicated",
-                   "unconsumed_lost", "progress_at"]  # fmt: skip
         # By group only: this table's topic is the source topic; the selection's are target names.
-        table = _read(dataset, name, columns, _narrowing(selection, columns=("consumer_group",)))
-        unknown = pc.or_kleene(pc.is_null(table["status"]), pc.equal(table["status"], "reset"))
-        table = table.append_column("unknown", pc.cast(pc.fill_null(unknown, False), pa.int64()))
-        totals = table.group_by(["source_cluster", "consumer_group"]).aggregate(
-            [
-                ([], "count_all"),
-                ("consumed_not_replicated", "sum"),
-                ("unconsumed_lost", "sum"),
-                ("unknown", "sum"),
-                ("progress_at", "max"),
-            ]
-        )
-        totals = totals.sort_by([("consumer_group", "ascending"), ("source_cluster", "ascending")])
-        rows = zip(
-            totals["source_cluster"].to_pylist(),
-            totals["consumer_group"].to_pylist(),
-            totals["count_all"].to_pylist(),
-            totals["consumed_not_replicated_sum"].to_pylist(),
-            totals["unconsumed_lost_sum"].to_pylist(),
-            totals["unknown_sum"].to_pylist(),
-            datetimes(totals["progress_at_max"]),
-            strict=True,
-        )
-        return [
-            GroupDataLoss(
-                source_cluster=cluster,
-                consumer_group=group,
-                partitions=partitions,
-                consumed_not_replicated=consumed or 0,
-                unconsumed_lost=lost or 0,
-                partitions_unknown=unknown_count or 0,
-                as_of=as_of,
-            )
-            for cluster, group, partitions, consumed, lost, unknown_count, as_of in rows
-            if selection.selects_group(group)
-        ]
+        table = _read(dataset, name, DATA_LOSS_COLUMNS, _narrowing(selection, columns=("consumer_group",)))
+        return data_loss_totals(table, selection)
 
     def last_applied(self, selection: Selection | None = None) -> dict[GroupPartition, LastApplied]:
         keys = ["consumer_group", "topic", "partition"]

@@ -237,38 +237,14 @@ def read_failover_data_loss(
     estimate (none when the pipeline does not ingest MM2's Connect offsets). Chosen by group, not
     by the groups that have translations: a group that reads only topics MM2 never replicated has
     no checkpoint, so no translation, and it is the group that would lose the most."""
-    from pyspark.sql import functions as sf
+    from offsetlake.apply.gold_rows import DATA_LOSS_COLUMNS, data_loss_totals
 
     name = table_name(FAILOVER_DATA_LOSS.name, schema, catalog)
     if not _exists(spark, name):
         return []
     # By group only: this table's topic is the source topic; the selection's are target names.
-    rows = (
-        narrowed(spark.table(name), selection, columns=("consumer_group",))
-        .groupBy("source_cluster", "consumer_group")
-        .agg(
-            sf.expr("count(*)").alias("partitions"),
-            sf.expr("coalesce(sum(consumed_not_replicated), 0)").alias("consumed_not_replicated"),
-            sf.expr("coalesce(sum(unconsumed_lost), 0)").alias("unconsumed_lost"),
-            sf.expr("count_if(status IS NULL OR status = 'reset')").alias("partitions_unknown"),
-            sf.expr("unix_micros(max(progress_at))").alias("as_of_micros"),
-        )
-        .orderBy("consumer_group", "source_cluster")
-        .collect()
-    )
-    return [
-        GroupDataLoss(
-            source_cluster=row["source_cluster"],
-            consumer_group=row["consumer_group"],
-            partitions=row["partitions"],
-            consumed_not_replicated=row["consumed_not_replicated"],
-            unconsumed_lost=row["unconsumed_lost"],
-            partitions_unknown=row["partitions_unknown"],
-            as_of=None if row["as_of_micros"] is None else from_micros(row["as_of_micros"]),
-        )
-        for row in rows
-        if selection.selects_group(row["consumer_group"])
-    ]
+    rows = narrowed(spark.table(name), selection, columns=("consumer_group",)).select(*DATA_LOSS_COLUMNS)
+    return data_loss_totals(rows.toArrow(), selection)
 
 
 MAPPING_CONFLICT_COLUMNS: Final = (

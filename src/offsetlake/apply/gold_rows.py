@@ -5,6 +5,7 @@ through ``toArrow``, the local one from the Parquet files), and the rules are he
 
 - :func:`choose_current`: of the ``offset_history`` rows valid at a time, one per group-partition,
   by offsetlake.pipeline.precedence.choose (the pure twin of the pipeline's choose_translation);
+- :func:`data_loss_totals`: ``failover_data_loss`` summed per source cluster and group;
 - :func:`gold_offsets`: rows -> GoldOffsets, timestamps of any zone as UTC datetimes, NULL method
   and metadata as "", and a row without its key, offset or source timestamp a GoldTableError
   naming the row, so both stores say the same about every row.
@@ -21,8 +22,8 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsetlake.apply.gold import UPSTREAM, from_micros, null_row_error
-from offsetlake.apply.planner import GoldOffset
+from offsetlake.apply.gold import UPSTREAM, GroupDataLoss, from_micros, null_row_error
+from offsetlake.apply.planner import GoldOffset, Selection
 from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
 
 UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
@@ -91,6 +92,53 @@ def _runs(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Array, pa.Array]:
     ).cast(pa.int64())
     ends = pa.concat_arrays([starts.slice(1), pa.array([count], pa.int64())])
     return starts, pc.subtract(ends, starts)
+
+
+DATA_LOSS_COLUMNS: Final = ("source_cluster", "consumer_group", "status", "consumed_not_replicated",
+                             "unconsumed_lost", "progress_at")  # fmt: skip
+"""The ``failover_data_loss`` columns :func:`data_loss_totals` takes."""
+
+
+def data_loss_totals(table: pa.Table, selection: Selection) -> list[GroupDataLoss]:
+    """Per source cluster and group ``selection``'s group regexes select, what failing over now
+    costs, from ``failover_data_loss`` rows (DATA_LOSS_COLUMNS): partitions, records consumed but
+    not replicated and records lost to the group (NULL counts as 0), partitions whose position is
+    unknown (status NULL or ``reset``), and the newest progress; by group, then cluster."""
+    unknown = pc.or_kleene(pc.is_null(table["status"]), pc.equal(table["status"], "reset"))
+    table = table.append_column("unknown", pc.cast(pc.fill_null(unknown, False), pa.int64()))
+    totals = table.group_by(["source_cluster", "consumer_group"]).aggregate(
+        [
+            ([], "count_all"),
+            ("consumed_not_replicated", "sum"),
+            ("unconsumed_lost", "sum"),
+            ("unknown", "sum"),
+            ("progress_at", "max"),
+        ]
+    )
+    totals = totals.sort_by([("consumer_group", "ascending"), ("source_cluster", "ascending")])
+    rows = zip(
+        totals["source_cluster"].to_pylist(),
+        totals["consumer_group"].to_pylist(),
+        totals["count_all"].to_pylist(),
+        totals["consumed_not_replicated_sum"].to_pylist(),
+        totals["unconsumed_lost_sum"].to_pylist(),
+        totals["unknown_sum"].to_pylist(),
+        datetimes(totals["progress_at_max"]),
+        strict=True,
+    )
+    return [
+        GroupDataLoss(
+            source_cluster=cluster,
+            consumer_group=group,
+            partitions=partitions,
+            consumed_not_replicated=consumed or 0,
+            unconsumed_lost=lost or 0,
+            partitions_unknown=unknown_count or 0,
+            as_of=as_of,
+        )
+        for cluster, group, partitions, consumed, lost, unknown_count, as_of in rows
+        if selection.selects_group(group)
+    ]
 
 
 def gold_offsets(table: pa.Table, name: str, *, observed: str) -> list[GoldOffset]:
