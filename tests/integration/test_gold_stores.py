@@ -406,3 +406,62 @@ def test_a_local_spark_session_sees_the_rows_a_run_without_spark_audited(tmp_pat
     assert ArrowGoldStore(home).last_applied() == {
         ("app", "east.orders", 0): audit.LastApplied(at(1), at(20))
     }
+
+
+def stream_into(spark: SparkSession, schema: str, spec: TableSpec, batches: list[list[tuple[Any, ...]]],
+                work: Path) -> Path:  # fmt: skip
+    """``spec``'s table written as the pipeline writes a streaming table, by Spark's file sink: one
+    committed micro-batch per element of ``batches``; the table's directory."""
+    source, checkpoint = work / f"{spec.name}-source", work / f"{spec.name}-checkpoint"
+    columns = spark.createDataFrame([], spec.schema_ddl).schema
+    for rows in batches:
+        spark.createDataFrame(rows, columns).write.mode("append").parquet(str(source))
+        query = (
+            spark.readStream.schema(columns)
+            .parquet(str(source))
+            .writeStream.format("parquet")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .toTable(f"`{schema}`.{spec.name}")
+        )
+        query.awaitTermination()
+    directory = warehouse_of(spark) / f"{schema.lower()}.db" / spec.name
+    assert len(list((directory / "_spark_metadata").iterdir())) >= len(batches)
+    return directory
+
+
+def leave_orphan(spark: SparkSession, spec: TableSpec, rows: list[tuple[Any, ...]], directory: Path) -> None:
+    """What a micro-batch killed before its commit leaves: its part file in the table's directory,
+    not in the sink log."""
+    staging = directory.parent / f"{spec.name}-killed-batch"
+    spark.createDataFrame(rows, spec.schema_ddl).coalesce(1).write.parquet(str(staging))
+    part = next(staging.glob("part-*.parquet"))
+    part.rename(directory / part.name)
+
+
+def test_an_orphan_part_file_of_a_streaming_table_is_read_by_neither_store(
+    spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    schema = schema_name(unique_name, "streaming")
+    spark_store, arrow_store = stores(spark, schema, tmp_path)
+    checkpoints, health = checkpoint_rows(), health_rows()
+    bronze = stream_into(spark, schema, BRONZE_CHECKPOINTS, [checkpoints[:4], checkpoints[4:]], tmp_path)
+    checks = stream_into(spark, schema, CLUSTER_HEALTH, [health[:3], health[3:]], tmp_path)
+    killed = (None, b"v", "east.checkpoints.internal", 0, 104, at(9), 0, [], "east", at(9))
+    leave_orphan(spark, BRONZE_CHECKPOINTS, [killed], bronze)
+    leave_orphan(spark, CLUSTER_HEALTH, [("east", "source", "e:9092", True, None, at(60), 0.1)], checks)
+    for spec in (BRONZE_CHECKPOINTS, CLUSTER_HEALTH):
+        spark.catalog.refreshTable(f"{schema}.{spec.name}")  # Spark lists the table anew
+
+    positions = arrow_store.checkpoint_positions()
+    assert positions == spark_store.checkpoint_positions()
+    assert positions == {("east.checkpoints.internal", 0): 42, ("east.checkpoints.internal", 1): 8,
+                         ("west.checkpoints.internal", 0): 4}  # fmt: skip
+    newest = arrow_store.cluster_health()
+    assert newest == spark_store.cluster_health()
+    assert {check.cluster: check.checked_at for check in newest} == {
+        "east": at(2),
+        "tgt": at(1),
+        "west": at(3),
+    }
+    arrow_store.close()

@@ -20,21 +20,30 @@ never leaves half a file. The store reads the audit as the table's files plus th
 and offsetlake.apply.pending_audit folds the pending files into ``apply_audit`` through Spark before
 a local Spark session reads it (``offsetlake sql`` included), so every Spark query sees every row.
 
-While a pipeline update runs on the home its gold tables are rewritten in place, so reading them
-is refused then, as the Spark store's session was refused while the pipeline's JVM held the home.
+Which files are a table: a materialized view is rewritten whole, so every data file of its
+directory; a streaming table (``bronze_checkpoints``, ``cluster_health``: Spark's file sink) only
+the files its sink log ``_spark_metadata/`` commits, as Spark reads it (:func:`committed_files`):
+a part file of a batch killed before its commit is in the directory but not in the table.
+
+Gold is read only when whole and only while it stays so: at its first read the store holds the
+home's run lock shared until :meth:`ArrowGoldStore.close` (it is a context manager), so no
+pipeline update starts and rewrites gold under a run; one already running refuses the read (or
+is waited for, ``lock_wait_s``); and gold an update killed outright left half-written is put back
+from the gold guard's backup first (offsetlake.local.gold_guard.hold_whole_gold).
 """
 
 from __future__ import annotations
 
-import fcntl
 import functools
+import json
 import operator
-import os
+import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from types import TracebackType
+from typing import Any, Final, Self, TypeVar
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,15 +57,22 @@ from offsetlake.apply.gold import (
     ClusterHealth,
     GoldTableError,
     GroupDataLoss,
-    from_micros,
     mapping_conflicts_by_key,
-    null_row_error,
     selection_bounds,
     table_name,
 )
+from offsetlake.apply.gold_rows import (
+    DATA_LOSS_COLUMNS,
+    UTC_MICROS,
+    choose_current,
+    data_loss_totals,
+    datetimes,
+    gold_offsets,
+)
 from offsetlake.apply.pending_audit import AUDIT_SCHEMA, pending_files, write_pending_audit
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
-from offsetlake.local.locks import RUN_LOCK, HomeInUseError
+from offsetlake.local.gold_guard import hold_whole_gold
+from offsetlake.local.locks import RunLockHold
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.pipeline.precedence import METHODS
 from offsetlake.pipeline.tables import (
@@ -70,7 +86,10 @@ from offsetlake.pipeline.tables import (
 )
 
 WAREHOUSE: Final = "warehouse"
-_UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
+SINK_LOG: Final = "_spark_metadata"
+"""Where Spark's file sink commits a streaming table's files, in the table's directory."""
+_SINK_LOG_VERSION: Final = "v1"
+_SINK_LOG_BATCH: Final = re.compile(r"(\d+)(\.compact)?")
 _FORMAT: Final = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
 _T = TypeVar("_T")
 _LAST: Final = pc.ScalarAggregateOptions(skip_nulls=False)
@@ -81,15 +100,40 @@ class ArrowGoldStore:
     """A GoldStore (offsetlake.apply.store) on ``<warehouse>/<schema>.db/`` and the pending audit.
 
     ``warehouse`` defaults to ``<home>/warehouse``, where offsetlake.local.spark keeps the tables.
+    From its first read until :meth:`close` it holds the home's run lock shared; ``lock_wait_s``:
+    how long that first read waits for a pipeline update to end (0: refused at once).
     """
 
     catalog: str | None = None
 
-    def __init__(self, home: Path, schema: str = LOCAL_SCHEMA, *, warehouse: Path | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        schema: str = LOCAL_SCHEMA,
+        *,
+        warehouse: Path | None = None,
+        lock_wait_s: float = 0.0,
+    ) -> None:
         self.home = home
         self.schema = schema
         self.warehouse = warehouse if warehouse is not None else home / WAREHOUSE
-        self._checked_home = False
+        self.lock_wait_s = lock_wait_s
+        self._lock: RunLockHold | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Let go of the home's run lock: a pipeline update may start again. Reading again holds it
+        again (and finds gold as that update left it)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     @property
     def schema_dir(self) -> Path:
@@ -105,7 +149,7 @@ class ArrowGoldStore:
             return []
         columns = [*_OFFSET_COLUMNS, "last_observed_at", *_upstream(dataset)]
         table = _read(dataset, name, columns, _narrowing(selection))
-        return _gold_offsets(table, name, observed="last_observed_at")
+        return gold_offsets(table, name, observed="last_observed_at")
 
     def offsets_as_of(
         self,
@@ -122,7 +166,7 @@ class ArrowGoldStore:
         columns = [*_OFFSET_COLUMNS, UPSTREAM, "valid_from", "valid_to"]
         valid = _and(_narrowing(selection), _valid_at(as_of))
         current = _read(dataset, name, columns, valid)
-        return _gold_offsets(_choose(current, precedence), name, observed="source_timestamp")
+        return gold_offsets(choose_current(current, precedence), name, observed="source_timestamp")
 
     def count_translations(self, as_of: datetime | None = None) -> int:
         name, dataset = self._table(OFFSET_HISTORY.name if as_of else LATEST_OFFSETS.name)
@@ -148,7 +192,7 @@ class ArrowGoldStore:
         last_reachable = dict(
             zip(
                 answered["cluster"].to_pylist(),
-                _datetimes(answered["checked_at_max"]),
+                datetimes(answered["checked_at_max"]),
                 strict=True,
             )
         )
@@ -157,7 +201,7 @@ class ArrowGoldStore:
             newest["role"].to_pylist(),
             newest["reachable"].to_pylist(),
             newest["error"].to_pylist(),
-            _datetimes(newest["checked_at"]),
+            datetimes(newest["checked_at"]),
             strict=True,
         )
         return sorted(
@@ -179,45 +223,9 @@ class ArrowGoldStore:
         name, dataset = self._table(FAILOVER_DATA_LOSS.name)
         if dataset is None:
             return []
-        columns = ["source_cluster", "consumer_group", "status", "consumed_not_replicated",
-                   "unconsumed_lost", "progress_at"]  # fmt: skip
         # By group only: this table's topic is the source topic; the selection's are target names.
-        table = _read(dataset, name, columns, _narrowing(selection, columns=("consumer_group",)))
-        unknown = pc.or_kleene(pc.is_null(table["status"]), pc.equal(table["status"], "reset"))
-        table = table.append_column("unknown", pc.cast(pc.fill_null(unknown, False), pa.int64()))
-        totals = table.group_by(["source_cluster", "consumer_group"]).aggregate(
-            [
-                ([], "count_all"),
-                ("consumed_not_replicated", "sum"),
-                ("unconsumed_lost", "sum"),
-                ("unknown", "sum"),
-                ("progress_at", "max"),
-            ]
-        )
-        totals = totals.sort_by([("consumer_group", "ascending"), ("source_cluster", "ascending")])
-        rows = zip(
-            totals["source_cluster"].to_pylist(),
-            totals["consumer_group"].to_pylist(),
-            totals["count_all"].to_pylist(),
-            totals["consumed_not_replicated_sum"].to_pylist(),
-            totals["unconsumed_lost_sum"].to_pylist(),
-            totals["unknown_sum"].to_pylist(),
-            _datetimes(totals["progress_at_max"]),
-            strict=True,
-        )
-        return [
-            GroupDataLoss(
-                source_cluster=cluster,
-                consumer_group=group,
-                partitions=partitions,
-                consumed_not_replicated=consumed or 0,
-                unconsumed_lost=lost or 0,
-                partitions_unknown=unknown_count or 0,
-                as_of=as_of,
-            )
-            for cluster, group, partitions, consumed, lost, unknown_count, as_of in rows
-            if selection.selects_group(group)
-        ]
+        table = _read(dataset, name, DATA_LOSS_COLUMNS, _narrowing(selection, columns=("consumer_group",)))
+        return data_loss_totals(table, selection)
 
     def last_applied(self, selection: Selection | None = None) -> dict[GroupPartition, LastApplied]:
         keys = ["consumer_group", "topic", "partition"]
@@ -233,8 +241,8 @@ class ArrowGoldStore:
             newest["consumer_group"].to_pylist(),
             newest["topic"].to_pylist(),
             newest["partition"].to_pylist(),
-            _datetimes(newest["source_timestamp"]),
-            _datetimes(newest["recorded_at"]),
+            datetimes(newest["source_timestamp"]),
+            datetimes(newest["recorded_at"]),
             strict=True,
         )
         return {
@@ -277,7 +285,7 @@ class ArrowGoldStore:
 
     def _table(self, table: str) -> tuple[str, ds.Dataset | None]:
         """The table's name (as Spark names it, for messages) and its files; None when it has none."""
-        self._check_home()
+        self._hold_home()
         name = table_name(table, self.schema)
         return name, _guarded(name, lambda: open_table(self.schema_dir / table))
 
@@ -285,7 +293,7 @@ class ArrowGoldStore:
         """Rows of the audit: the ``apply_audit`` table's files and the pending files not folded yet
         (a row in both, between a fold's append and its removal of the file, counts once for every
         reader here: the last applied translation is a maximum)."""
-        self._check_home()
+        self._hold_home()
         name = self.audit_table
         schema = pa.schema([AUDIT_SCHEMA.field(column) for column in columns])
         parts = []
@@ -297,51 +305,94 @@ class ArrowGoldStore:
                 parts.append(_read(dataset, name, columns, where).cast(schema))
         return pa.concat_tables(parts) if parts else schema.empty_table()
 
-    def _check_home(self) -> None:
-        """Refuse while a pipeline update runs on the home: it rewrites gold in place."""
-        if self._checked_home:
-            return
-        holder = pipeline_update_holder(self.home)
-        if holder is not None:
-            who = f"process {holder}" if holder else "another process"
-            raise HomeInUseError(
-                f"local home {self.home} is in use by a pipeline update ({who}), which rewrites gold "
-                "while it runs; wait for it to finish, stop it, or set OFFSETLAKE_HOME to another directory"
-            )
-        self._checked_home = True
+    def _hold_home(self) -> None:
+        """From the first read on, no pipeline update rewrites gold under this store, and gold an
+        interrupted one left half-written has been put back; else HomeInUseError, one line."""
+        if self._lock is None:
+            self._lock = hold_whole_gold(self.home, wait_s=self.lock_wait_s)
 
 
 _OFFSET_COLUMNS: Final = (*GROUP_PARTITION_KEY, "downstream_offset", "method", "metadata", "source_timestamp")
 
 
-def pipeline_update_holder(home: Path) -> int | None:
-    """The process running a pipeline update on ``home`` (0 when it cannot be told), else None.
-
-    A run holds ``pipeline/run.lock`` exclusively for its whole length (offsetlake.local.locks); a
-    shared lock taken and released at once tells whether one does, without waiting.
-    """
-    try:
-        descriptor = os.open(home / RUN_LOCK, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip()
-            return int(holder) if holder.isdigit() else 0
-        fcntl.flock(descriptor, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(descriptor)
-
-
 def open_table(path: Path) -> ds.Dataset | None:
     """The Parquet files of one table directory, every timestamp as microseconds in UTC (INT96 and
-    TIMESTAMP_MICROS files alike); None when the directory is missing or holds no data file."""
+    TIMESTAMP_MICROS files alike); None when the directory is missing or holds no data file. A
+    streaming table's files are those its sink log commits (:func:`committed_files`)."""
     if not path.is_dir():
         return None
+    if (path / SINK_LOG).is_dir():
+        return open_files(committed_files(path / SINK_LOG))
     return _utc(ds.dataset(path, format=_FORMAT))
+
+
+class SinkLogError(ValueError):
+    """A file sink log this reader cannot follow (Spark would refuse it too)."""
+
+
+def committed_files(log: Path) -> list[Path]:
+    """The data files Spark's file sink log ``log`` (a table's ``_spark_metadata``) holds: added and
+    not deleted, as Spark's batch reader lists them (FileStreamSinkLog.allFiles).
+
+    Batch ``N`` is the file ``N``, or ``N.compact`` when it also carries every earlier batch's
+    entries; each is written whole under a temporary name and renamed (hidden names are skipped).
+    A file's first line is the log version (``v1``), then one JSON entry per line with ``path`` (a
+    URI) and ``action`` (``add`` or ``delete``). The newest compact batch and the batches after it
+    are read; batches before it may linger until Spark deletes them and are not needed.
+    """
+    batches: dict[int, Path] = {}
+    compact = -1
+    for entry in log.iterdir():
+        matched = _SINK_LOG_BATCH.fullmatch(entry.name)
+        if matched is None:
+            continue
+        batch = int(matched.group(1))
+        if matched.group(2):
+            compact = max(compact, batch)
+        if batch not in batches or matched.group(2):
+            batches[batch] = entry
+    if not batches:
+        return []
+    newest = max(batches)
+    missing = [batch for batch in range(max(compact, 0), newest + 1) if batch not in batches]
+    if missing:
+        raise SinkLogError(f"its file sink log {log} lacks batch {missing[0]} (newest: {newest})")
+    added: dict[str, Path] = {}
+    for batch in range(max(compact, 0), newest + 1):
+        for path, action in _sink_log_entries(batches[batch]):
+            if action == "delete":
+                added.pop(path, None)
+            elif action == "add":
+                added[path] = _local_path(path, batches[batch])
+            else:
+                raise SinkLogError(f"{batches[batch]}: unknown action {action!r} for {path}")
+    return list(added.values())
+
+
+def _sink_log_entries(batch: Path) -> list[tuple[str, str]]:
+    """(path, action) of each entry of one sink log batch file."""
+    lines = batch.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0] != _SINK_LOG_VERSION:
+        found = repr(lines[0]) if lines else "nothing"
+        raise SinkLogError(f"{batch}: expected log version {_SINK_LOG_VERSION}, found {found}")
+    entries = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            entries.append((str(entry["path"]), str(entry["action"])))
+        except (ValueError, KeyError, TypeError) as error:
+            raise SinkLogError(f"{batch}, line {number}: not a sink log entry ({error})") from error
+    return entries
+
+
+def _local_path(uri: str, batch: Path) -> Path:
+    """The local file a sink log entry's URI names (``file:///...``, or a path without a scheme)."""
+    parts = urlsplit(uri)
+    if parts.scheme not in ("", "file"):
+        raise SinkLogError(f"{batch}: {uri} is not a local file")
+    return Path(unquote(parts.path))
 
 
 def open_files(paths: Sequence[Path]) -> ds.Dataset | None:
@@ -354,7 +405,7 @@ def _utc(dataset: ds.Dataset) -> ds.Dataset | None:
         return None
     unified = pa.schema(
         [
-            field.with_type(_UTC_MICROS) if pa.types.is_timestamp(field.type) else field
+            field.with_type(UTC_MICROS) if pa.types.is_timestamp(field.type) else field
             for field in dataset.schema
         ]
     )
@@ -364,10 +415,10 @@ def _utc(dataset: ds.Dataset) -> ds.Dataset | None:
 
 
 def _guarded(name: str, read: Callable[[], _T]) -> _T:
-    """``read()``, its I/O or Parquet error a GoldTableError naming the table."""
+    """``read()``, its I/O, Parquet or sink log error a GoldTableError naming the table."""
     try:
         return read()
-    except (OSError, pa.ArrowException) as error:
+    except (OSError, pa.ArrowException, SinkLogError) as error:
         raise GoldTableError(f"cannot read gold table {name}: {error}") from error
 
 
@@ -407,7 +458,7 @@ def _narrowing(
 
 def _valid_at(as_of: datetime) -> ds.Expression:
     """offset_history's rows valid at ``as_of``: valid_from <= T AND (valid_to IS NULL OR valid_to > T)."""
-    at = pa.scalar(as_of, _UTC_MICROS)
+    at = pa.scalar(as_of, UTC_MICROS)
     return (pc.field("valid_from") <= at) & (pc.field("valid_to").is_null() | (pc.field("valid_to") > at))
 
 
@@ -423,140 +474,4 @@ def _last_per_key(table: pa.Table, keys: list[str], ordering: str, values: list[
     )
 
 
-def _choose(current: pa.Table, precedence: Sequence[str]) -> pa.Table:
-    """One row per group-partition key of ``current`` (offset_history rows valid at one time), by
-    offsetlake.pipeline.precedence.choose with valid_from as the freshness. A key with one row keeps
-    it, without Python work per row; only keys several methods translate are chosen row by row."""
-    if current.num_rows == 0:
-        return current
-    current = current.sort_by([(key, "ascending") for key in GROUP_PARTITION_KEY])
-    starts, sizes = _runs(current, GROUP_PARTITION_KEY)
-    alone = pc.equal(sizes, 1)
-    chosen = [pc.filter(starts, alone)]
-    shared_starts = pc.filter(starts, pc.invert(alone)).to_pylist()
-    if shared_starts:
-        shared_sizes = pc.filter(sizes, pc.invert(alone)).to_pylist()
-        chosen.append(pa.array(_choose_shared(current, shared_starts, shared_sizes, precedence), pa.int64()))
-    return current.take(pa.concat_arrays([indices.cast(pa.int64()) for indices in chosen]))
-
-
-def _choose_shared(
-    current: pa.Table, starts: list[int], sizes: list[int], precedence: Sequence[str]
-) -> list[int]:
-    """The chosen row of each key whose rows start at ``starts`` (``sizes`` rows each)."""
-    from offsetlake.pipeline.precedence import Candidate, choose
-
-    rows = [row for start, size in zip(starts, sizes, strict=True) for row in range(start, start + size)]
-    subset = current.take(pa.array(rows, pa.int64()))
-    candidates = [
-        Candidate(method=method, upstream_offset=upstream, downstream_offset=downstream, freshness=freshness)
-        for method, upstream, downstream, freshness in zip(
-            _pylist(subset["method"]),
-            subset[UPSTREAM].to_pylist(),
-            subset["downstream_offset"].to_pylist(),
-            _datetimes(subset["valid_from"]),
-            strict=True,
-        )
-    ]
-    chosen, offset = [], 0
-    for start, size in zip(starts, sizes, strict=True):
-        group = candidates[offset : offset + size]
-        winner, _disagree = choose(group, precedence)
-        position = next((i for i, candidate in enumerate(group) if candidate is winner), None)
-        chosen.append(start + (group.index(winner) if position is None else position))
-        offset += size
-    return chosen
-
-
-def _runs(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Array, pa.Array]:
-    """Where each run of equal ``keys`` starts in ``table`` (sorted by them) and how long it is;
-    NULL equals NULL, as in Spark's grouping."""
-    count = table.num_rows
-    same: pa.Array | None = None
-    for key in keys:
-        column = table[key].combine_chunks()
-        before, after = column.slice(0, count - 1), column.slice(1)
-        equal = pc.or_kleene(
-            pc.fill_null(pc.equal(before, after), False), pc.and_(pc.is_null(before), pc.is_null(after))
-        )
-        same = equal if same is None else pc.and_(same, equal)
-    assert same is not None
-    starts = pa.concat_arrays(
-        [pa.array([0], pa.uint64()), pc.add(pc.indices_nonzero(pc.invert(same)), 1).cast(pa.uint64())]
-    ).cast(pa.int64())
-    ends = pa.concat_arrays([starts.slice(1), pa.array([count], pa.int64())])
-    return starts, pc.subtract(ends, starts)
-
-
-def _gold_offsets(table: pa.Table, name: str, *, observed: str) -> list[GoldOffset]:
-    """GoldOffsets from gold columns (``observed``: the column ``observed_at`` comes from). A NULL
-    in a column the apply job needs is a GoldTableError naming the row, as the Spark store's."""
-    source_micros = _micros(table["source_timestamp"])
-    observed_micros = _micros(table[observed])
-    required = {column: table[column] for column in _REQUIRED_COLUMNS} | {"source_micros": source_micros}
-    nulls = functools.reduce(pc.or_, [pc.is_null(column) for column in required.values()])
-    if pc.any(nulls).as_py():
-        index = pc.indices_nonzero(nulls)[0].as_py()
-        row = {column: table[column][index].as_py() for column in _ERROR_COLUMNS}
-        row |= {
-            "source_micros": source_micros[index].as_py(),
-            "observed_micros": observed_micros[index].as_py(),
-        }
-        if UPSTREAM in table.column_names:
-            row[UPSTREAM] = table[UPSTREAM][index].as_py()
-        raise null_row_error(name, row)
-    upstream = table[UPSTREAM].to_pylist() if UPSTREAM in table.column_names else [None] * table.num_rows
-    columns = {
-        "source_cluster": _pylist(table["source_cluster"]),
-        "consumer_group": table["consumer_group"].to_pylist(),
-        "topic": _pylist(table["topic"]),
-        "partition": table["partition"].to_pylist(),
-        "downstream_offset": table["downstream_offset"].to_pylist(),
-        "source_timestamp": _datetimes(table["source_timestamp"]),
-        "method": _pylist(pc.fill_null(table["method"], "")),
-        "observed_at": _datetimes(table[observed]),
-        "metadata": _pylist(pc.fill_null(table["metadata"], "")),
-        UPSTREAM: upstream,
-    }
-    return _construct(columns)
-
-
-_REQUIRED_COLUMNS: Final = (*GROUP_PARTITION_KEY, "downstream_offset")
-_ERROR_COLUMNS: Final = (*GROUP_PARTITION_KEY, "downstream_offset", "method", "metadata")
-
-
-def _construct(columns: dict[str, list[Any]]) -> list[GoldOffset]:
-    """One GoldOffset per row of ``columns`` (by field name): positionally when they are GoldOffset's
-    leading fields (the fastest call: a third less than by keyword), else by keyword."""
-    names = [field.name for field in fields(GoldOffset)]
-    ordered = [name for name in names if name in columns]
-    if names[: len(ordered)] == ordered:
-        return list(map(GoldOffset, *(columns[name] for name in ordered)))
-    return [
-        GoldOffset(**dict(zip(ordered, values, strict=True)))
-        for values in zip(*(columns[n] for n in ordered), strict=True)
-    ]
-
-
-def _pylist(column: pa.ChunkedArray | pa.Array) -> list[Any]:
-    """Python values of a column whose values repeat (cluster, topic, method): each distinct value
-    is converted once, and the rows share it."""
-    encoded = pc.dictionary_encode(_combined(column), null_encoding="encode")
-    values = encoded.dictionary.to_pylist()
-    return [values[index] for index in encoded.indices.to_pylist()]
-
-
-def _micros(column: pa.ChunkedArray) -> pa.Array:
-    return _combined(column).cast(_UTC_MICROS).cast(pa.int64())
-
-
-def _datetimes(column: pa.ChunkedArray | pa.Array) -> list[datetime | None]:
-    """UTC datetimes of a timestamp column, each distinct instant converted once (pyarrow's own
-    conversion of zone-aware timestamps costs ~10 µs a value: 10 s for a million rows)."""
-    encoded = pc.dictionary_encode(_micros(column), null_encoding="encode")
-    values = [None if micros is None else from_micros(micros) for micros in encoded.dictionary.to_pylist()]
-    return [values[index] for index in encoded.indices.to_pylist()]
-
-
-def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+# --- the pending audit -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from offsetlake.apply.planner import GoldOffset, NameBounds, Selection
 from offsetlake.errors import ExternalError
 from offsetlake.mirror.positions import GroupPartition
-from offsetlake.pipeline.precedence import METHODS, choose_translation
+from offsetlake.pipeline.precedence import METHODS
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
@@ -40,18 +40,7 @@ _COLUMNS = (
     "downstream_offset",
     "method",
     "metadata",
-    "unix_micros(source_timestamp) AS source_micros",
-)
-_FIELDS = (
-    "source_cluster",
-    "consumer_group",
-    "topic",
-    "partition",
-    "downstream_offset",
-    "method",
-    "metadata",
-    "source_micros",
-    "observed_micros",
+    "source_timestamp",
 )
 _REQUIRED = ("source_cluster", "consumer_group", "topic", "partition", "downstream_offset", "source_micros")
 UPSTREAM = "upstream_offset"
@@ -80,11 +69,9 @@ def read_latest_offsets(
 
     def latest() -> DataFrame:
         frame = narrowed(spark.table(name), selection)
-        return frame.selectExpr(
-            *_COLUMNS, "unix_micros(last_observed_at) AS observed_micros", *_upstream(frame)
-        )
+        return frame.selectExpr(*_COLUMNS, "last_observed_at", *_upstream(frame))
 
-    return _collect(latest, name)
+    return _collect(latest, name, observed="last_observed_at")
 
 
 def count_translations(
@@ -152,7 +139,8 @@ def read_offsets_as_of(
     """The translation that was current at ``as_of`` per group-partition, from ``offset_history``.
 
     History is kept per method, so several rows can be current at once: one is chosen with the
-    rule latest_offsets uses (offsetlake.pipeline.precedence), with valid_from as the freshness.
+    rule latest_offsets uses (offsetlake.pipeline.precedence), with valid_from as the freshness,
+    on the driver by the local store's code (offsetlake.apply.gold_rows.choose_current).
     Without this, methods that merely differ in precision would look like a conflict between
     source clusters. Rows ``selection`` rules out are left in storage (:func:`narrowed`).
     """
@@ -162,13 +150,11 @@ def read_offsets_as_of(
     if not _exists(spark, name):
         return []
 
-    def chosen() -> DataFrame:
-        current = _valid_at(narrowed(spark.table(name), selection), as_of)
-        return choose_translation(current, precedence, freshness="valid_from").selectExpr(
-            *_COLUMNS, "unix_micros(source_timestamp) AS observed_micros", *_upstream(current)
-        )
+    def current() -> DataFrame:
+        valid = _valid_at(narrowed(spark.table(name), selection), as_of)
+        return valid.selectExpr(*_COLUMNS, UPSTREAM, "valid_from")
 
-    return _collect(chosen, name)
+    return _collect(current, name, observed="source_timestamp", precedence=precedence)
 
 
 def read_checkpoint_positions(
@@ -251,38 +237,14 @@ def read_failover_data_loss(
     estimate (none when the pipeline does not ingest MM2's Connect offsets). Chosen by group, not
     by the groups that have translations: a group that reads only topics MM2 never replicated has
     no checkpoint, so no translation, and it is the group that would lose the most."""
-    from pyspark.sql import functions as sf
+    from offsetlake.apply.gold_rows import DATA_LOSS_COLUMNS, data_loss_totals
 
     name = table_name(FAILOVER_DATA_LOSS.name, schema, catalog)
     if not _exists(spark, name):
         return []
     # By group only: this table's topic is the source topic; the selection's are target names.
-    rows = (
-        narrowed(spark.table(name), selection, columns=("consumer_group",))
-        .groupBy("source_cluster", "consumer_group")
-        .agg(
-            sf.expr("count(*)").alias("partitions"),
-            sf.expr("coalesce(sum(consumed_not_replicated), 0)").alias("consumed_not_replicated"),
-            sf.expr("coalesce(sum(unconsumed_lost), 0)").alias("unconsumed_lost"),
-            sf.expr("count_if(status IS NULL OR status = 'reset')").alias("partitions_unknown"),
-            sf.expr("unix_micros(max(progress_at))").alias("as_of_micros"),
-        )
-        .orderBy("consumer_group", "source_cluster")
-        .collect()
-    )
-    return [
-        GroupDataLoss(
-            source_cluster=row["source_cluster"],
-            consumer_group=row["consumer_group"],
-            partitions=row["partitions"],
-            consumed_not_replicated=row["consumed_not_replicated"],
-            unconsumed_lost=row["unconsumed_lost"],
-            partitions_unknown=row["partitions_unknown"],
-            as_of=None if row["as_of_micros"] is None else from_micros(row["as_of_micros"]),
-        )
-        for row in rows
-        if selection.selects_group(row["consumer_group"])
-    ]
+    rows = narrowed(spark.table(name), selection, columns=("consumer_group",)).select(*DATA_LOSS_COLUMNS)
+    return data_loss_totals(rows.toArrow(), selection)
 
 
 MAPPING_CONFLICT_COLUMNS: Final = (
@@ -337,43 +299,25 @@ def _exists(spark: SparkSession, name: str) -> bool:
     return bool(spark.catalog.tableExists(name.replace("`", "")))
 
 
-def _collect(frame: Callable[[], DataFrame], name: str) -> list[GoldOffset]:
-    """The rows of ``frame()`` as GoldOffsets, through Arrow: collect() builds a Row per row and
-    looks each field up by name (1,000,000 rows on a loaded 2-core machine: 54 s, through Arrow
-    10-15 s). A table without the contract's columns is a GoldTableError, as is a NULL key."""
+def _collect(
+    frame: Callable[[], DataFrame], name: str, *, observed: str, precedence: Sequence[str] | None = None
+) -> list[GoldOffset]:
+    """The rows of ``frame()`` as GoldOffsets, through Arrow (collect() builds a Row per row and
+    looks each field up by name: 1,000,000 rows on a loaded 2-core machine took 54 s, through Arrow
+    10-15 s), by the rules the local store uses too (offsetlake.apply.gold_rows); with
+    ``precedence``, one row per key chosen first. A table without the contract's columns is a
+    GoldTableError, as is a NULL key."""
     from pyspark.errors import AnalysisException
+
+    from offsetlake.apply.gold_rows import choose_current, gold_offsets
 
     try:
         table = frame().toArrow()
     except AnalysisException as error:
         raise GoldTableError(f"cannot read gold table {name}: {error.getMessage()}") from error
-    data = {column: table.column(column).to_pylist() for column in table.column_names}
-    upstream = data.get(UPSTREAM, [None] * table.num_rows)
-    offsets = []
-    rows = zip(*(data[column] for column in _FIELDS), upstream, strict=True)
-    for index, values in enumerate(rows):
-        cluster, group, topic, partition, offset, method, metadata, source_micros, observed_micros, up = (
-            values
-        )
-        if None in (cluster, group, topic, partition, offset, source_micros):
-            raise null_row_error(
-                name, {column: column_values[index] for column, column_values in data.items()}
-            )
-        offsets.append(
-            GoldOffset(
-                source_cluster=cluster,
-                consumer_group=group,
-                topic=topic,
-                partition=partition,
-                downstream_offset=offset,
-                source_timestamp=from_micros(source_micros),
-                method=method or "",
-                observed_at=None if observed_micros is None else from_micros(observed_micros),
-                metadata=metadata or "",
-                upstream_offset=up,
-            )
-        )
-    return offsets
+    if precedence is not None:
+        table = choose_current(table, precedence)
+    return gold_offsets(table, name, observed=observed)
 
 
 def _upstream(frame: DataFrame) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ warehouse's Parquet files read with pyarrow elsewhere, so a local run starts no 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections import Counter
@@ -69,7 +70,7 @@ from offsetlake.apply.reasons import (
 from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.durations import format_duration
-from offsetlake.errors import OffsetlakeError
+from offsetlake.errors import InvalidValueError, OffsetlakeError
 from offsetlake.jobs.session import fold_local_audit, get_spark, on_databricks
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
@@ -87,6 +88,7 @@ from offsetlake.local.locks import check_home_free
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS
+from offsetlake.pipeline.tables import LATEST_OFFSETS
 from offsetlake.run_ids import new_run_id
 
 PENDING_METHOD = "checkpoint (tail)"
@@ -143,6 +145,10 @@ class ApplyRequest:
     """Apply to those groups anyway (their plan rows say so)."""
     on_multiple_targets: MultipleTargetsPolicy = MultipleTargetsPolicy.FAIL
     """What to do with translations resting on a source record K2K mapped to several target topics."""
+    tail_only: bool = False
+    """With ``checkpoint_tail``: plan from the target's checkpoint records alone, without gold's
+    translations. Without it, gold's latest_offsets empty while bronze_checkpoints holds checkpoint
+    records (an update that truncated gold) is refused: the tail alone lacks what gold held."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +200,8 @@ def run_apply(
     store: GoldStore | None = None,
 ) -> ApplyResult:
     """One plan or apply run; ``secrets`` replaces the Databricks secret scope, ``store`` the gold
-    store :func:`gold_store_for` chooses (tests)."""
+    store :func:`gold_store_for` chooses (tests; closing it is then the caller's). The store a run
+    opens is closed when it ends: until then no local pipeline update rewrites gold under it."""
     scrubber = SecretScrubber()
     try:
         secret_options = (
@@ -206,7 +213,10 @@ def run_apply(
             )
         scrubber = SecretScrubber(secret_options)
         config = _target_config(request, secret_options)
-        return _run(request, config=config, scrubber=scrubber, store=store or gold_store_for(request))
+        if store is not None:
+            return _run(request, config=config, scrubber=scrubber, store=store)
+        with contextlib.closing(gold_store_for(request)) as opened:
+            return _run(request, config=config, scrubber=scrubber, store=opened)
     except OffsetlakeError as error:
         raise error.rewritten(scrubber.scrub) from error
     except KafkaException as error:
@@ -317,13 +327,19 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
     """The selected translations (latest, or as of --as-of), how many gold holds, and what failing
     over now would lose per selected group."""
     request, store = run.request, run.store
+    if request.tail_only and request.checkpoint_tail is None:
+        raise InvalidValueError(
+            "--tail-only plans from the target's checkpoint records alone: it needs them read "
+            "(--checkpoint-tail; `failover` reads them), and --as-of reads history instead"
+        )
     if request.as_of:
         offsets = store.offsets_as_of(
             request.as_of, precedence=request.method_precedence, selection=request.selection
         )
     else:
-        offsets = store.latest_offsets(request.selection)
+        offsets = [] if request.tail_only else store.latest_offsets(request.selection)
         if request.checkpoint_tail is not None:
+            _refuse_truncated_gold(run, offsets)
             result = _caught_up(run, result, offsets, request.checkpoint_tail)
             offsets = list(result.catch_up.offsets) if result.catch_up else offsets
     gold_rows = len(offsets)
@@ -336,6 +352,25 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
         loss = store.failover_data_loss(request.selection)
         result = replace(result, data_loss=tuple(loss))
     return replace(result, gold_rows=gold_rows), select_offsets(offsets, request.selection)
+
+
+def _refuse_truncated_gold(run: _Run, offsets: Sequence[GoldOffset]) -> None:
+    """An empty latest_offsets is a pipeline that has translated nothing yet, unless bronze holds
+    checkpoint records: then an update emptied gold and did not rebuild it, and the tail alone
+    would plan without what gold held (offset syncs, mappings, the checkpoints it ingested). That
+    is refused unless the operator asks for the tail alone (``tail_only``)."""
+    request = run.request
+    if request.tail_only or offsets or run.store.count_translations():
+        return
+    ingested = run.store.checkpoint_positions()
+    if ingested:
+        raise gold.GoldTableError(
+            f"gold table {gold.table_name(LATEST_OFFSETS.name, run.schema, request.catalog)} is empty "
+            f"while bronze_checkpoints holds the checkpoint records of {len(ingested)} checkpoint "
+            "topic-partition(s): a pipeline update emptied gold and did not rebuild it; run `offsetlake "
+            "pipeline run` to rebuild it, or pass --tail-only to plan from the target's checkpoint "
+            "records alone, without gold's translations"
+        )
 
 
 def _caught_up(

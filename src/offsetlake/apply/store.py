@@ -86,6 +86,11 @@ class GoldStore(Protocol):
         (a source record K2K mapped to several target topics); empty without K2K mappings."""
         ...
 
+    def close(self) -> None:
+        """Let go of what the store holds while a run reads (the local home's run lock, which keeps
+        pipeline updates from rewriting gold under it); a run closes the store it opened."""
+        ...
+
 
 class SparkGoldStore:
     """A GoldStore on a Spark session: offsetlake.apply.gold and offsetlake.apply.audit's queries."""
@@ -133,3 +138,7 @@ class SparkGoldStore:
 
     def mapping_conflicts(self, selection: Selection | None = None) -> dict[GroupPartition, str]:
         return gold.read_mapping_conflicts(self.spark, self.schema, self.catalog, selection)
+
+    def close(self) -> None:
+        """Nothing to let go of: the session is its creator's, and the tables' engine keeps each
+        read whole (Delta versions on Databricks)."""

@@ -103,6 +103,7 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         k2k_guard_prefix=args.k2k_guard_prefix,
         ignore_k2k_guard=args.ignore_k2k_guard,
         on_multiple_targets=args.on_multiple_targets,
+        tail_only=args.tail_only,
     )
 
 
@@ -239,6 +240,13 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         help="a translation resting on a source record K2K mapped to several target topics "
         "(k2k_mapping_conflicts): `fail` skips the group-partition, `ignore` applies each routing, as "
         "K2K's errorHandling.onMultipleTargetCommittedOffsets (default: fail)",
+    )
+    parser.add_argument(
+        "--tail-only",
+        action="store_true",
+        help="plan from the target's MM2 checkpoint records alone, without gold's translations (with "
+        "--checkpoint-tail; `failover` reads them): for a gold an interrupted pipeline update left "
+        "empty while bronze_checkpoints holds checkpoint records, which is otherwise refused",
     )
     default_max_age = format_duration(DEFAULT_MAX_AGE)
     parser.add_argument(

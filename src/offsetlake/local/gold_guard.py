@@ -11,17 +11,21 @@ itself:
    never modified in place, so this costs one link per file, not a copy) and a marker is written;
 2. after the update, every gold table whose flow did not complete gets its backup back;
 3. a marker left by a runner that was killed outright is honoured at the next start, before
-   anything else runs.
+   anything else runs, and by the next reader of gold (:func:`hold_whole_gold`), which may come
+   first: a failover with the source down starts no update.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Final
 
+from offsetlake.errors import ExternalError
+from offsetlake.local.locks import HomeInUseError, RunLockHold, check_home_free
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
@@ -44,6 +48,11 @@ GUARDED_TABLES: Final[tuple[str, ...]] = (
     FAILOVER_DATA_LOSS.name,
 )
 _MARKER: Final = "UPDATE-IN-PROGRESS"
+_POLL_S: Final = 0.1
+
+
+class GoldRecoveryError(ExternalError):
+    """Gold was left half-written by an interrupted update and could not be put back."""
 
 
 class GoldGuard:
@@ -51,12 +60,17 @@ class GoldGuard:
 
     def __init__(self, home: Path, tables: Sequence[str] = GUARDED_TABLES) -> None:
         self._schema_dir = home / "warehouse" / f"{LOCAL_SCHEMA}.db"
-        self._backup_dir = home / "pipeline" / "gold-backup"
+        self.backup_dir = home / "pipeline" / "gold-backup"
         self._tables = tuple(tables)
 
     @property
     def _marker(self) -> Path:
-        return self._backup_dir / _MARKER
+        return self.backup_dir / _MARKER
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether an update's marker is there: while no run holds the lock, one was interrupted."""
+        return self._marker.exists()
 
     def recover(self) -> list[str]:
         """Restore every table from a backup an interrupted runner left behind; the names restored."""
@@ -66,13 +80,13 @@ class GoldGuard:
 
     def protect(self) -> None:
         """Back up the tables as they are now (before an update starts)."""
-        if self._backup_dir.exists():
-            shutil.rmtree(self._backup_dir)
-        self._backup_dir.mkdir(parents=True)
+        if self.backup_dir.exists():
+            shutil.rmtree(self.backup_dir)
+        self.backup_dir.mkdir(parents=True)
         for table in self._tables:
             source = self._schema_dir / table
             if source.is_dir():
-                _link_tree(source, self._backup_dir / table)
+                _link_tree(source, self.backup_dir / table)
         self._marker.write_text("a pipeline update is running; its runner restores gold if it fails\n")
 
     def settle(self, completed: Collection[str]) -> list[str]:
@@ -80,7 +94,7 @@ class GoldGuard:
         restored = []
         if self._marker.exists():
             for table in self._tables:
-                backup = self._backup_dir / table
+                backup = self.backup_dir / table
                 if table in completed or not backup.is_dir():
                     continue
                 target = self._schema_dir / table
@@ -88,9 +102,61 @@ class GoldGuard:
                     shutil.rmtree(target)
                 _link_tree(backup, target)
                 restored.append(table)
-        if self._backup_dir.exists():
-            shutil.rmtree(self._backup_dir)
+        if self.backup_dir.exists():
+            shutil.rmtree(self.backup_dir)
         return restored
+
+
+def hold_whole_gold(home: Path, *, wait_s: float = 0.0) -> RunLockHold:
+    """The home's run lock held shared (no update can start until it is closed), with gold whole:
+    a backup an interrupted update left is put back first, under the lock taken exclusively for
+    that moment. Waits up to ``wait_s`` for an update (or readers holding off the repair) to end,
+    then refuses in one line."""
+    try:
+        lock = RunLockHold(home)
+    except OSError as error:
+        raise ExternalError(f"cannot open local home {home}'s run lock: {error}") from error
+    deadline = time.monotonic() + wait_s
+    try:
+        while (refusal := _hold_whole(lock, home)) is not None:
+            if time.monotonic() >= deadline:
+                waited = f" (waited {wait_s:g} s)" if wait_s > 0 else ""
+                raise HomeInUseError(refusal + waited)
+            time.sleep(_POLL_S)
+    except BaseException:
+        lock.close()
+        raise
+    return lock
+
+
+def _hold_whole(lock: RunLockHold, home: Path) -> str | None:
+    """One attempt of :func:`hold_whole_gold`: None when held with gold whole, else why not."""
+    if not lock.take():
+        holder = lock.holder()
+        who = f"process {holder}" if holder else "another process"
+        return (
+            f"local home {home} is in use by a pipeline update ({who}), which rewrites gold while it "
+            "runs; wait for it to finish, stop it, or set OFFSETLAKE_HOME to another directory"
+        )
+    guard = GoldGuard(home)
+    if not guard.interrupted:
+        return None
+    if not lock.take(exclusive=True):
+        return (
+            f"an interrupted pipeline update left gold on local home {home} to be put back from "
+            f"{guard.backup_dir}, and another process is reading the home; retry when it is done"
+        )
+    check_home_free(home)  # nothing else writes gold: a killed run's Spark may live on
+    try:
+        guard.recover()
+    except OSError as error:
+        raise GoldRecoveryError(
+            f"an interrupted pipeline update left gold on local home {home} half-written and putting "
+            f"it back from {guard.backup_dir} failed: {error}"
+        ) from error
+    if not lock.take():  # flock converts in place; were it not atomic, an update may have come first
+        return f"a pipeline update took local home {home} as gold was put back"
+    return None
 
 
 def _link_tree(source: Path, destination: Path) -> None:

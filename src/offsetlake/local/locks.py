@@ -282,3 +282,43 @@ def _command(pid: int) -> str:
     except OSError:
         return ""
     return " ".join(raw.replace("\0", " ").split())  # one line, even for `python -c` scripts
+
+
+class RunLockHold:
+    """A reader's hold on the home's run lock (``pipeline/run.lock``), taken without waiting.
+
+    Shared, readers do not exclude each other, and while any holds it :func:`pipeline_run_lock`
+    refuses a run: what a run rewrites stays as the readers found it. Exclusive, briefly, to repair
+    what a killed run left (offsetlake.local.gold_guard). flock converts a held lock in place; a
+    conversion that fails leaves none held. The holder's process id goes in the file, for a refused
+    run to name (a run writes its own when it takes the lock).
+    """
+
+    def __init__(self, home: Path) -> None:
+        path = home / RUN_LOCK
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._descriptor: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def take(self, *, exclusive: bool = False) -> bool:
+        """Hold the lock shared (or exclusively); False, holding nothing, when another process's
+        hold excludes it."""
+        assert self._descriptor is not None, "closed"
+        try:
+            fcntl.flock(self._descriptor, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        os.ftruncate(self._descriptor, 0)
+        os.pwrite(self._descriptor, f"{os.getpid()}\n".encode(), 0)
+        return True
+
+    def holder(self) -> int | None:
+        """The process id the file names (a run's, while one holds the lock), if any."""
+        assert self._descriptor is not None, "closed"
+        content = os.pread(self._descriptor, 32, 0).decode(errors="replace").strip()
+        return int(content) if content.isdigit() else None
+
+    def close(self) -> None:
+        """Let go of the lock (closing the file releases it)."""
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
