@@ -50,6 +50,7 @@ from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
     K2K_MAPPING_CONFLICTS,
+    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
 )
@@ -64,6 +65,7 @@ from tests.kafka_helpers import (
     committed_offsets,
     create_topic,
     produce,
+    produce_traced,
 )
 
 if TYPE_CHECKING:
@@ -1082,3 +1084,42 @@ def test_the_k2k_guard_from_the_target_read_to_the_audit(
     unchecked = harness.run("apply", "--k2k-guard-prefix=")
     assert unchecked.exit_code == 0, unchecked
     assert [position(target_bootstrap, group, topic) for topic in topics] == [6, 6]
+
+
+@BOTH_STORES
+def test_the_failover_searches_the_newest_snapshot_on_k2ks_tracing_headers_itself(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    """Gold holds only an older checkpoint; the newest snapshot (U=5) is searched on the target by
+    the apply itself, no JVM and no source, and its exact answer wins by freshness."""
+    prefix = unique_name("k2k") + "."
+    source_topic = unique_name("orders")
+    target = f"{prefix}{source_topic}"
+    create_topic(target_bootstrap, target)
+    layout = [None, (source_topic, 0, 0), (source_topic, 0, 2), (source_topic, 0, 5), (source_topic, 0, 6)]
+    offsets = produce_traced(target_bootstrap, target, layout)
+    group = unique_name("traced")
+    older = minutes_ago(10)
+    harness._overwrite(
+        LATEST_OFFSETS.name,
+        [("us-east", group, target, 0, 1, 2, "checkpoint", "m", older, older, None, False, older)],
+        LATEST_OFFSETS.schema_ddl,
+    )
+    snapshot = minutes_ago(1)
+    harness._overwrite(
+        LATEST_GROUP_OFFSETS.name,
+        [(group, "EMPTY", source_topic, 0, 5, "m", snapshot, "us-east", snapshot)],
+        LATEST_GROUP_OFFSETS.schema_ddl,
+    )
+    routes = ("--set", "offsetlake.k2k.tracing.topics=us-east=" + prefix + "{topic}")
+
+    without = harness.run("plan", "--checkpoint-tail")
+    assert without.exit_code == 0, without
+    assert "K2K tracing headers" not in without.stdout, "off unless routes are configured"
+
+    applied = harness.run("apply", "--checkpoint-tail", *routes)
+    assert applied.exit_code == 0, applied
+    assert position(target_bootstrap, group, target) == offsets[3], "the record of source offset 5 itself"
+    assert "1 group-partition(s) searched now, 1 translated more freshly than gold" in applied.stdout
+    (row,) = [row for row in harness.audit(f"run_id = '{applied.run_id}'") if row["stage"] == "result"]
+    assert "searched on the target now on K2K's tracing headers" in row["reason"]

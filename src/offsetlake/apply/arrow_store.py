@@ -63,14 +63,17 @@ from offsetlake.apply.gold import (
 )
 from offsetlake.apply.gold_rows import (
     DATA_LOSS_COLUMNS,
+    GROUP_SNAPSHOT_COLUMNS,
     UTC_MICROS,
     choose_current,
     data_loss_totals,
     datetimes,
     gold_offsets,
+    group_snapshots,
 )
 from offsetlake.apply.pending_audit import AUDIT_SCHEMA, pending_files, write_pending_audit
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
+from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.local.gold_guard import hold_whole_gold
 from offsetlake.local.locks import RunLockHold
 from offsetlake.local.spark import LOCAL_SCHEMA
@@ -81,6 +84,7 @@ from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
     GROUP_PARTITION_KEY,
     K2K_MAPPING_CONFLICTS,
+    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
 )
@@ -274,6 +278,14 @@ class ArrowGoldStore:
                 strict=True,
             )
         }
+
+    def newest_group_offsets(self, selection: Selection | None = None) -> dict[str, list[GroupOffset]]:
+        name, dataset = self._table(LATEST_GROUP_OFFSETS.name)
+        if dataset is None:
+            return {}
+        # By group only: this table's topic is the source topic; the selection's are target names.
+        narrowing = _narrowing(selection, columns=("consumer_group",))
+        return group_snapshots(_read(dataset, name, GROUP_SNAPSHOT_COLUMNS, narrowing), selection)
 
     def mapping_conflicts(self, selection: Selection | None = None) -> dict[GroupPartition, str]:
         name, dataset = self._table(K2K_MAPPING_CONFLICTS.name)

@@ -24,12 +24,15 @@ from offsetlake.pipeline.tables import (
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
     K2K_MAPPING_CONFLICTS,
+    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from offsetlake.kafka.group_offsets import GroupOffset
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COLUMNS = (
@@ -245,6 +248,20 @@ def read_failover_data_loss(
     # By group only: this table's topic is the source topic; the selection's are target names.
     rows = narrowed(spark.table(name), selection, columns=("consumer_group",)).select(*DATA_LOSS_COLUMNS)
     return data_loss_totals(rows.toArrow(), selection)
+
+
+def read_newest_group_offsets(
+    spark: SparkSession, schema: str, catalog: str | None, selection: Selection | None
+) -> dict[str, list[GroupOffset]]:
+    """latest_group_offsets (the newest snapshot per group-partition) of the selected groups, per
+    source alias; empty when the table is absent."""
+    from offsetlake.apply.gold_rows import GROUP_SNAPSHOT_COLUMNS, group_snapshots
+
+    name = table_name(LATEST_GROUP_OFFSETS.name, schema, catalog)
+    if not _exists(spark, name):
+        return {}
+    rows = narrowed(spark.table(name), selection, columns=("consumer_group",)).select(*GROUP_SNAPSHOT_COLUMNS)
+    return group_snapshots(rows.toArrow(), selection)
 
 
 MAPPING_CONFLICT_COLUMNS: Final = (

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from offsetlake.apply.gold import UPSTREAM, GroupDataLoss, from_micros, null_row_error
 from offsetlake.apply.planner import GoldOffset, Selection
+from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
 
 UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
@@ -214,3 +215,33 @@ def datetimes(column: pa.ChunkedArray | pa.Array) -> list[datetime | None]:
 
 def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+GROUP_SNAPSHOT_COLUMNS: Final = (
+    "source_cluster",
+    "consumer_group",
+    "group_state",
+    "topic",
+    "partition",
+    "committed_offset",
+    "metadata",
+    "snapshot_time",
+)
+"""What the failover's K2K search reads of latest_group_offsets (apply/k2k_search.py)."""
+
+
+def group_snapshots(table: pa.Table, selection: Selection | None) -> dict[str, list[GroupOffset]]:
+    """latest_group_offsets rows (GROUP_SNAPSHOT_COLUMNS) per source alias, of the selected groups
+    (the topic is the source topic, so only the group regexes apply here)."""
+    by_alias: dict[str, list[GroupOffset]] = {}
+    rows = zip(
+        *(table[column].to_pylist() for column in GROUP_SNAPSHOT_COLUMNS[:-1]),
+        datetimes(table["snapshot_time"]),
+        strict=True,
+    )
+    for alias, group, state, topic, partition, committed, metadata, snapshot_time in rows:
+        if committed is None or snapshot_time is None or (selection and not selection.selects_group(group)):
+            continue
+        snapshot = GroupOffset(group, state or "", topic, partition, committed, metadata or "", snapshot_time)
+        by_alias.setdefault(alias, []).append(snapshot)
+    return by_alias

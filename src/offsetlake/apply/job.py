@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
@@ -40,6 +40,8 @@ from confluent_kafka.admin import AdminClient
 from offsetlake.apply import audit, gold
 from offsetlake.apply.catch_up import CatchUp, catch_up
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
+from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
+from offsetlake.apply.k2k_search import K2KTracing, SearchedNow, merge_searched, search_newest_snapshots
 from offsetlake.apply.planner import (
     K2K_GUARD_PREFIX,
     Action,
@@ -83,6 +85,7 @@ from offsetlake.kafka.secrets import (
     kafka_options_from_scope,
     target_client_config,
 )
+from offsetlake.kafka.tracing_reader import SearchLimits
 from offsetlake.local.home import local_home
 from offsetlake.local.locks import check_home_free
 from offsetlake.local.spark import LOCAL_SCHEMA
@@ -91,8 +94,11 @@ from offsetlake.pipeline.precedence import METHODS
 from offsetlake.pipeline.tables import LATEST_OFFSETS
 from offsetlake.run_ids import new_run_id
 
-PENDING_METHOD = "checkpoint (tail)"
-PENDING_NOTE = "from a checkpoint newer than gold, read from the target; in history after the next update"
+PENDING_NOTES: Final = {
+    "checkpoint": "from a checkpoint newer than gold, read from the target; in history after the next update",
+    K2K_METHOD: "from the newest group snapshot searched on the target now on K2K's tracing headers",
+}
+"""Why a row the apply read itself (``GoldOffset.pending``) is not gold's, per method."""
 DEFAULT_MAX_AGE = timedelta(hours=1)
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 30.0
@@ -145,6 +151,10 @@ class ApplyRequest:
     """Apply to those groups anyway (their plan rows say so)."""
     on_multiple_targets: MultipleTargetsPolicy = MultipleTargetsPolicy.FAIL
     """What to do with translations resting on a source record K2K mapped to several target topics."""
+    k2k_tracing: K2KTracing | None = None
+    """Also search each selected group's newest snapshot on the target on K2K's tracing headers (the
+    routed sources of this K2KTracing) and plan from gold plus the answers (apply/k2k_search.py);
+    not with ``as_of``."""
     tail_only: bool = False
     """With ``checkpoint_tail``: plan from the target's checkpoint records alone, without gold's
     translations. Without it, gold's latest_offsets empty while bronze_checkpoints holds checkpoint
@@ -172,6 +182,8 @@ class ApplyResult:
     """How the keep-alive interval was set (printed with the plan)."""
     catch_up: CatchUp | None = None
     """What the checkpoint tail added to gold (``request.checkpoint_tail``)."""
+    k2k_search: SearchedNow | None = None
+    """What the K2K search added to gold (``request.k2k_tracing``)."""
     data_loss: tuple[gold.GroupDataLoss, ...] = ()
     """What failing over now would cost each selected group (not for --as-of restores)."""
     reasons: tuple[Problem, ...] = ()
@@ -342,6 +354,9 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
             _refuse_truncated_gold(run, offsets)
             result = _caught_up(run, result, offsets, request.checkpoint_tail)
             offsets = list(result.catch_up.offsets) if result.catch_up else offsets
+        if request.k2k_tracing is not None:
+            result = _searched_now(run, result, offsets, request.k2k_tracing)
+            offsets = list(result.k2k_search.offsets) if result.k2k_search else offsets
     gold_rows = len(offsets)
     if not offsets and request.selection.narrows:
         # Only the literal names were read: is gold empty, or did the selection match nothing?
@@ -385,6 +400,17 @@ def _caught_up(
         raise CheckpointTailError(f"target cluster {run.target}: {error}") from error
     caught = catch_up(offsets, tail.records, run.request.method_precedence)
     return replace(result, catch_up=replace(caught, topics=tail.topics, unreadable=tail.unreadable))
+
+
+def _searched_now(
+    run: _Run, result: ApplyResult, offsets: list[GoldOffset], tracing: K2KTracing
+) -> ApplyResult:
+    """Gold with each selected group's newest snapshot searched on the target now (K2K's tracing
+    headers): no source cluster, no JVM; each search bounded by --timeout."""
+    snapshots = run.store.newest_group_offsets(run.request.selection)
+    limits = SearchLimits(timeout_s=run.request.timeout_s)
+    lookups = search_newest_snapshots(run.config, snapshots, tracing, limits)
+    return replace(result, k2k_search=merge_searched(offsets, lookups, run.request.method_precedence))
 
 
 def _read_target(run: _Run, admin: AdminClient, offsets: Sequence[GoldOffset]) -> TargetState:
@@ -446,12 +472,13 @@ def _plan_and_audit(
 
 
 def _marked_pending(plan: tuple[PlanRow, ...], offsets: Sequence[GoldOffset]) -> tuple[PlanRow, ...]:
-    """Rows translated from the checkpoint tail say so, in the report and in the audit."""
+    """Rows the apply translated itself (the checkpoint tail, the K2K search) say so, in the report
+    and in the audit: ``checkpoint (tail)``, ``k2k_tracing_headers (tail)``."""
     pending = {offset.key for offset in offsets if offset.pending}
     if not pending:
         return plan
     return tuple(
-        replace(row, method=PENDING_METHOD, reason=f"{row.reason} ({PENDING_NOTE})")
+        replace(row, method=f"{row.method} (tail)", reason=f"{row.reason} ({PENDING_NOTES[row.method]})")
         if row.key in pending
         else row
         for row in plan

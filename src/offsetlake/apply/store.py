@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from offsetlake.apply.audit import LastApplied
     from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
     from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
+    from offsetlake.kafka.group_offsets import GroupOffset
 
 CheckpointPositions = dict[tuple[str, int], int]
 """(checkpoint topic, partition) -> the next Kafka offset after the highest one gold ingested."""
@@ -79,6 +80,11 @@ class GoldStore(Protocol):
     def checkpoint_positions(self) -> CheckpointPositions:
         """Per checkpoint topic-partition in ``bronze_checkpoints``, the next Kafka offset after the
         highest one ingested: gold's high-water mark on the target's checkpoint topics."""
+        ...
+
+    def newest_group_offsets(self, selection: Selection | None = None) -> dict[str, list[GroupOffset]]:
+        """Per source alias, ``latest_group_offsets`` of the selected groups (the newest snapshot of
+        each group-partition): the committed positions the failover's K2K search translates."""
         ...
 
     def mapping_conflicts(self, selection: Selection | None = None) -> dict[GroupPartition, str]:
@@ -135,6 +141,9 @@ class SparkGoldStore:
 
     def checkpoint_positions(self) -> CheckpointPositions:
         return gold.read_checkpoint_positions(self.spark, self.schema, self.catalog)
+
+    def newest_group_offsets(self, selection: Selection | None = None) -> dict[str, list[GroupOffset]]:
+        return gold.read_newest_group_offsets(self.spark, self.schema, self.catalog, selection)
 
     def mapping_conflicts(self, selection: Selection | None = None) -> dict[GroupPartition, str]:
         return gold.read_mapping_conflicts(self.spark, self.schema, self.catalog, selection)

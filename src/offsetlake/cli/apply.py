@@ -16,6 +16,7 @@ from offsetlake.apply.job import (
     ApplyStatus,
     run_apply,
 )
+from offsetlake.apply.k2k_search import K2KTracing
 from offsetlake.apply.planner import K2K_GUARD_PREFIX, ActiveGroupPolicy, MultipleTargetsPolicy, Selection
 from offsetlake.cli import render
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
@@ -34,11 +35,19 @@ from offsetlake.cli.options import (
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError
 from offsetlake.jobs.session import on_databricks
+from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.local.home import local_home
 from offsetlake.local.pipeline_run import SPEC_FILE
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS
-from offsetlake.pipeline.settings import ALL_KEYS, REPLICATION_POLICY, REPLICATION_SEPARATOR
+from offsetlake.pipeline.settings import (
+    ALL_KEYS,
+    K2K_TRACING_HEADERS,
+    K2K_TRACING_TOPICS,
+    REPLICATION_POLICY,
+    REPLICATION_SEPARATOR,
+    parse_tracing_routes,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,6 +86,7 @@ def handle_apply(args: argparse.Namespace, context: Context) -> int:
 
 
 def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, dry_run: bool) -> ApplyRequest:
+    read_now = args.checkpoint_tail and args.as_of is None
     return ApplyRequest(
         dry_run=dry_run,
         selection=Selection(
@@ -99,7 +109,8 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         deadline_s=args.deadline,
         keep_alive_fraction=args.keep_alive_fraction,
         kafka_properties=clusters.kafka_properties,
-        checkpoint_tail=pipeline_policy(args) if args.checkpoint_tail and args.as_of is None else None,
+        checkpoint_tail=pipeline_policy(args) if read_now else None,
+        k2k_tracing=pipeline_k2k_tracing(args) if read_now else None,
         k2k_guard_prefix=args.k2k_guard_prefix,
         ignore_k2k_guard=args.ignore_k2k_guard,
         on_multiple_targets=args.on_multiple_targets,
@@ -123,12 +134,7 @@ def pipeline_policy(args: argparse.Namespace) -> ReplicationPolicy:
     """The replication policy the pipeline names the checkpoint topics with: the ``--set`` entries,
     else (locally) the spec of the home's last ``pipeline run``, else MM2's default. A tail under
     another policy than the pipeline's would find no topic and quietly read nothing."""
-    conf = {} if on_databricks() else _local_pipeline_conf()
-    for assignment in getattr(args, "set", None) or []:
-        key, sep, value = assignment.partition("=")
-        if not sep or key not in ALL_KEYS:
-            raise InvalidValueError(f"--set wants offsetlake.KEY=VALUE with a known key, got {assignment!r}")
-        conf[key] = value
+    conf = _pipeline_conf(args)
     try:
         return ReplicationPolicy(
             kind=conf.get(REPLICATION_POLICY) or "default",  # type: ignore[arg-type]
@@ -136,6 +142,27 @@ def pipeline_policy(args: argparse.Namespace) -> ReplicationPolicy:
         )
     except ValueError as error:
         raise InvalidValueError(f"{REPLICATION_POLICY}: {error}") from None
+
+
+def pipeline_k2k_tracing(args: argparse.Namespace) -> K2KTracing | None:
+    """The pipeline's K2K routes and tracing-header names, from the same settings as the policy;
+    None when the k2k_tracing_headers method is off."""
+    conf = _pipeline_conf(args)
+    routes = parse_tracing_routes(conf.get(K2K_TRACING_TOPICS, ""))
+    if not routes:
+        return None
+    return K2KTracing(routes, TracingHeaderNames.parse(conf.get(K2K_TRACING_HEADERS, "")))
+
+
+def _pipeline_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--set`` entries over (locally) the home's last pipeline spec."""
+    conf = {} if on_databricks() else _local_pipeline_conf()
+    for assignment in getattr(args, "set", None) or []:
+        key, sep, value = assignment.partition("=")
+        if not sep or key not in ALL_KEYS:
+            raise InvalidValueError(f"--set wants offsetlake.KEY=VALUE with a known key, got {assignment!r}")
+        conf[key] = value
+    return conf
 
 
 def _local_pipeline_conf() -> dict[str, str]:
@@ -204,7 +231,9 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         metavar="true|false",
         help="also read every MM2 checkpoint record on the target, each checkpoints topic from its "
         "log start (named by the pipeline's replication policy, `<alias>.checkpoints.internal` by "
-        "default), and plan from gold plus them; not with --as-of (`failover` always does)",
+        "default), and, with offsetlake.k2k.tracing.topics set, search each selected group's newest "
+        "snapshot on K2K's tracing headers there; plan from gold plus them; not with --as-of "
+        "(`failover` always does)",
     )
     parser.add_argument(
         "--active-group-policy",

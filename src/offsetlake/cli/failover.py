@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from offsetlake.apply.k2k_search import K2KTracing
 from offsetlake.cli import render
-from offsetlake.cli.apply import add_apply_options, pipeline_policy, request_from_args
+from offsetlake.cli.apply import add_apply_options, pipeline_k2k_tracing, pipeline_policy, request_from_args
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
@@ -21,6 +22,7 @@ from offsetlake.jobs.failover import (
 )
 from offsetlake.kafka.secrets import target_client_config
 from offsetlake.local.home import local_home
+from offsetlake.pipeline.settings import PipelineSettings
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,7 +90,11 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
     settings = None if refresh is RefreshMode.NEVER else settings_from_args(args, clusters)
     apply = request_from_args(args, clusters, dry_run=False)
     if args.as_of is None:  # a restore reads history only; otherwise gold plus the newest checkpoints
-        apply = replace(apply, checkpoint_tail=settings.policy if settings else pipeline_policy(args))
+        apply = replace(
+            apply,
+            checkpoint_tail=settings.policy if settings else pipeline_policy(args),
+            k2k_tracing=_k2k_tracing(settings) if settings else pipeline_k2k_tracing(args),
+        )
     request = FailoverRequest(
         apply=apply,
         settings=settings,
@@ -114,3 +120,10 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
     for line in err:
         print(line, file=context.err)
     return result.exit_code
+
+
+def _k2k_tracing(settings: PipelineSettings) -> K2KTracing | None:
+    """The K2K search of the settings the failover refreshes with; None when the method is off."""
+    if not settings.k2k_tracing_routes:
+        return None
+    return K2KTracing(settings.k2k_tracing_routes, settings.k2k_tracing_headers)

@@ -98,6 +98,7 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
     scrub = result.scrubber.scrub
     out: list[str] = [cluster_health_line(health, result.reference_time) for health in result.health]
     out += catch_up_lines(result)
+    out += k2k_search_lines(result)
     if result.nothing_selected:
         out.append(f"run {result.run_id}: no gold offsets match the selection; nothing to do")
         if result.data_loss:  # groups with no translation can still lose records
@@ -129,6 +130,7 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
     out += refresh_lines(result)
     out += [cluster_health_line(health, applied.reference_time) for health in applied.health]
     out += catch_up_lines(applied)
+    out += k2k_search_lines(applied)
     if applied.plan:
         out.append(group_table(applied))
     if applied.data_loss:
@@ -170,6 +172,28 @@ def refresh_lines(result: FailoverResult) -> list[str]:
     if refresh.restored_tables:
         lines.append(f"refresh: gold kept as it was before: {', '.join(refresh.restored_tables)}")
     return lines
+
+
+def k2k_search_lines(result: ApplyResult) -> list[str]:
+    """What searching the newest group snapshots on K2K's tracing headers added to gold, and the
+    first few searches that gave no translation (gold's row stands for those)."""
+    searched = result.k2k_search
+    if searched is None:
+        return []
+    lines = [
+        f"K2K tracing headers on the target: {searched.searched} group-partition(s) searched now, "
+        f"{searched.replaced} translated more freshly than gold (method `k2k_tracing_headers (tail)`)"
+    ]
+    shown = searched.unanswered[:_SHOWN_UNANSWERED]
+    lines += [f"K2K tracing headers on the target: no translation: {reason}" for reason in shown]
+    if len(searched.unanswered) > len(shown):
+        lines.append(
+            f"K2K tracing headers on the target: ... and {len(searched.unanswered) - len(shown)} more"
+        )
+    return lines
+
+
+_SHOWN_UNANSWERED = 5
 
 
 def catch_up_lines(result: ApplyResult) -> list[str]:
