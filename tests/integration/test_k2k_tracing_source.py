@@ -11,9 +11,9 @@ import pytest
 
 from offsetlake.data_sources import offsetlake_k2k_tracing as tracing_source
 from offsetlake.data_sources import register_data_sources
+from offsetlake.data_sources.offsetlake_group_offsets import GroupOffsetsBatchReader
 from offsetlake.data_sources.offsetlake_k2k_tracing import (
     LOOKUPS_SCHEMA,
-    TracingBatchReader,
     TracingSnapshotOptions,
 )
 from offsetlake.kafka.offset_ranges import OffsetOptionError
@@ -87,7 +87,7 @@ def test_searches_run_when_planned_and_read_opens_no_connection(
     """partitions() (the driver) snapshots the source and searches the target; read() (an executor's
     Python worker, with no network on serverless) only decodes what the partition carries."""
     options, at = traced_pair
-    reader = TracingBatchReader(TracingSnapshotOptions.parse(options))
+    reader = GroupOffsetsBatchReader(TracingSnapshotOptions.parse(options))
     (partition,) = reader.partitions()
     shipped = pickle.loads(pickle.dumps(partition))  # as Spark sends it to the executor
 

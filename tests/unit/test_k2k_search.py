@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from offsetlake.apply.k2k_search import METHOD, merge_searched, replaces
+from offsetlake.apply.catch_up import replaces
+from offsetlake.apply.k2k_search import METHOD, merge_searched
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.k2k.tracing import TracingTranslation
 from offsetlake.kafka.group_offsets import GroupOffset

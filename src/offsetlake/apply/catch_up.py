@@ -65,7 +65,7 @@ def catch_up(gold: Sequence[GoldOffset], tail: Sequence[TailRecord], precedence:
         candidate = _translation(key, records, current)
         if current is not None and _unchanged(candidate, current):
             continue
-        if current is None or _wins(candidate, current, precedence):
+        if current is None or replaces(candidate, current, precedence):
             by_key[key] = candidate
             pending += 1
     checkpoints = sum(1 for offset in gold if offset.method == "checkpoint")
@@ -130,9 +130,13 @@ def _unchanged(candidate: GoldOffset, current: GoldOffset) -> bool:
     )
 
 
-def _wins(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
+def replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
+    """Whether ``candidate`` (a method's newest observation, read by the apply itself) takes
+    ``current``'s place in latest_offsets: a newer observation of the same method always does (it is
+    that method's current version); another method's row competes by the precedence rule (freshest
+    upstream offset first, then the method order)."""
     if current.method == candidate.method:
-        return True  # the newest observation of the same method is its current version
+        return True
     contenders = [_candidate(current), _candidate(candidate)]
     winner, _ = choose(contenders, precedence)
     return winner is contenders[1]

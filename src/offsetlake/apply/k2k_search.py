@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from offsetlake.apply.catch_up import replaces
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.kafka.tracing_reader import SearchLimits, TracingLookup, look_up_snapshot
-from offsetlake.pipeline.precedence import Candidate, choose
 
 METHOD: Final = "k2k_tracing_headers"
 Key = tuple[str, str, str, int]
@@ -88,17 +88,6 @@ def merge_searched(
     return SearchedNow(tuple(by_key.values()), len(lookups), replaced, tuple(unanswered))
 
 
-def replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
-    """Whether ``candidate`` (a method's newest observation) takes ``current``'s place in latest_offsets:
-    a newer observation of the same method always does; another method's row competes by the
-    precedence rule (freshest upstream offset first, then the method order)."""
-    if current.method == candidate.method:
-        return True
-    contenders = [_candidate(current), _candidate(candidate)]
-    winner, _ = choose(contenders, precedence)
-    return winner is contenders[1]
-
-
 def _translation(alias: str, lookup: TracingLookup) -> GoldOffset | None:
     translation = lookup.result.translation
     if translation.downstream_offset is None:
@@ -123,15 +112,6 @@ def _same(current: GoldOffset, candidate: GoldOffset) -> bool:
     return (current.upstream_offset, current.downstream_offset) == (
         candidate.upstream_offset,
         candidate.downstream_offset,
-    )
-
-
-def _candidate(offset: GoldOffset) -> Candidate:
-    return Candidate(
-        method=offset.method,
-        upstream_offset=offset.upstream_offset,
-        downstream_offset=offset.downstream_offset,
-        freshness=offset.observed_at or offset.source_timestamp,
     )
 
 

@@ -126,7 +126,9 @@ class SnapshotPartition(InputPartition):
 
 
 class GroupOffsetsBatchReader(DataSourceReader):
-    def __init__(self, options: GroupSnapshotOptions) -> None:
+    """One snapshot, taken when planned (on the driver), of any SnapshotSource."""
+
+    def __init__(self, options: SnapshotSource) -> None:
         self.options = options
 
     def partitions(self) -> list[InputPartition]:

@@ -17,13 +17,13 @@ names, offsetlake.k2k.tracing.TracingHeaderNames) and the target's client option
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import (
     BooleanType,
     DataType,
@@ -37,6 +37,7 @@ from pyspark.sql.types import (
 )
 
 from offsetlake.data_sources.offsetlake_group_offsets import (
+    GroupOffsetsBatchReader,
     GroupOffsetsStreamReader,
     GroupSnapshotOptions,
     SnapshotPartition,
@@ -162,18 +163,6 @@ def lookup_batch(alias: str, lookups: Sequence[TracingLookup], looked_up_at: dat
     return pa.RecordBatch.from_pylist(rows, schema=LOOKUPS_ARROW_SCHEMA)
 
 
-class TracingBatchReader(DataSourceReader):
-    def __init__(self, options: TracingSnapshotOptions) -> None:
-        self.options = options
-
-    def partitions(self) -> list[InputPartition]:
-        return [self.options.snapshot_partition()]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, SnapshotPartition)
-        return partition.batches()
-
-
 class TracingDataSource(DataSource):
     """``spark.read`` / ``spark.readStream`` ``.format("offsetlake_k2k_tracing")``."""
 
@@ -185,7 +174,7 @@ class TracingDataSource(DataSource):
         return LOOKUPS_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return TracingBatchReader(TracingSnapshotOptions.parse(self.options))
+        return GroupOffsetsBatchReader(TracingSnapshotOptions.parse(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
         return GroupOffsetsStreamReader(TracingSnapshotOptions.parse(self.options))
