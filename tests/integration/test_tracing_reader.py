@@ -38,6 +38,26 @@ def test_a_missing_topic_or_partition_is_a_reason_and_shared_positions_are_searc
     assert "does not exist" in (by_request[requests[3]].reason or "")
 
 
+def test_a_spent_budget_leaves_the_requests_left_unsearched_with_the_reason(
+    target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    topic = unique_name("east.orders")
+    create_topic(target_bootstrap, topic)
+    produce_traced(target_bootstrap, topic, [("orders", 0, n) for n in range(5)])
+    requests = [TracingRequest(topic, 0, "orders", 0, upstream) for upstream in range(5)]
+    searched = translate_from_tracing_headers(
+        {"bootstrap.servers": target_bootstrap}, requests, NAMES, SearchLimits(budget_s=3600)
+    )
+    assert all(result.translation.downstream_offset is not None for result in searched)
+    spent = translate_from_tracing_headers(
+        {"bootstrap.servers": target_bootstrap}, requests, NAMES, SearchLimits(budget_s=0)
+    )
+    assert [result.translation.reason for result in spent] == [
+        "not searched: this call's budget of 0 s ran out"
+    ] * 5
+    assert all(result.translation.probes == 0 for result in spent)
+
+
 def test_a_long_untraced_stretch_costs_bounded_probes_and_the_answer_stays_safe(
     target_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:

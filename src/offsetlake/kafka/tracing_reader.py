@@ -72,11 +72,13 @@ class TracingResult:
 
 @dataclass(frozen=True)
 class SearchLimits:
-    """What one request's search may cost: wall time, fetches, records one probe reads past."""
+    """What one request's search may cost: wall time, fetches, records one probe reads past; and
+    what one call may cost in all (``budget_s``, None: no bound beyond each search's)."""
 
     timeout_s: float = 10.0
     max_probes: int = DEFAULT_MAX_PROBES
     scan_limit: int = DEFAULT_SCAN_LIMIT
+    budget_s: float | None = None
 
 
 class _UnreachableError(Exception):
@@ -94,23 +96,28 @@ def translate_from_tracing_headers(
     limits: SearchLimits = SearchLimits(),
 ) -> list[TracingResult]:
     """One result per distinct request (``config``: the target's librdkafka settings), each search
-    bounded by ``limits``."""
+    bounded by ``limits``, and the whole call by ``limits.budget_s``: the requests left when it runs
+    out get that reason without a fetch."""
     unique = list(dict.fromkeys(requests))
     if not unique:
         return []
     results: list[TracingResult] = []
-    unreachable: str | None = None
+    stopped: str | None = None
+    """Why the requests left are not searched (the target stopped answering, the budget ran out)."""
     consumer_config = {**reader_consumer_config(config, fail_on_data_loss=True), **_SMALL_FETCHES}
+    budget_ends = None if limits.budget_s is None else time.monotonic() + limits.budget_s
     with clients.consumer(consumer_config) as consumer:
         for request in unique:
             started = time.monotonic()
-            if unreachable is None:
+            if stopped is None and budget_ends is not None and started > budget_ends:
+                stopped = f"not searched: this call's budget of {limits.budget_s:g} s ran out"
+            if stopped is None:
                 try:
                     translation = _PartitionSearch(consumer, request, names, limits).run()
                 except _UnreachableError as error:
-                    unreachable = f"target unreachable: {error}"
-            if unreachable is not None:
-                translation = TracingTranslation(None, reason=unreachable)
+                    stopped = f"target unreachable: {error}"
+            if stopped is not None:
+                translation = TracingTranslation(None, reason=stopped)
             results.append(TracingResult(request, translation, time.monotonic() - started))
     return results
 
