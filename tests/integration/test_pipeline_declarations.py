@@ -32,6 +32,7 @@ from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    OFFSET_VERSIONS_AUTO_CDC,
     SILVER_GROUP_OFFSETS,
 )
 
@@ -161,13 +162,15 @@ def test_every_stored_dataset_is_a_documented_table(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Including the decode-result tables: one per decoded input, each feeding silver and quarantine."""
-    specs = {spec.name: spec for spec in ALL_TABLES}
     for settings in (_settings(), _settings(table_clustering="liquid", gold_incremental="auto_cdc")):
+        specs = {spec.name: spec for spec in ALL_TABLES}
+        if settings.gold_incremental == "auto_cdc":  # __START_AT/__END_AT typed as sequence_by
+            specs[OFFSET_VERSIONS_AUTO_CDC.name] = OFFSET_VERSIONS_AUTO_CDC
         engine = declarations(spark, monkeypatch, settings)
         stored = {name: args for name, (kind, args) in engine.datasets.items() if kind != "temporary_view"}
         assert set(stored) <= set(specs)
         assert {"decoded_checkpoints", "decoded_offset_syncs", "decoded_mappings"} <= set(stored)
-        assert {"k2k_mapping_conflicts", "k2k_tracing_lookups"} <= set(stored)
+        assert "k2k_mapping_conflicts" in stored  # k2k_tracing_lookups is bronze's (live reads)
         assert "decoded_connect_offsets" in stored
         for name, arguments in stored.items():
             assert (arguments["comment"], arguments["schema"]) == (
@@ -206,8 +209,8 @@ def test_the_failover_knows_every_table_silver_and_gold_declare(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """declared_tables decides whether a failover's refresh can be a selection (issue 31); bronze.py
-    (its tables: bronze_*, cluster_health, source_log_offsets) is not run here."""
-    bronze_layer = {"cluster_health", "source_log_offsets"}
+    (its tables: bronze_*, cluster_health, source_log_offsets, k2k_tracing_lookups) is not run here."""
+    bronze_layer = {"cluster_health", "source_log_offsets", "k2k_tracing_lookups"}
     plain = PipelineSettings(
         target_bootstrap_servers="target:9092", sources=(SourceCluster("east", "east:9092"),)
     )
