@@ -23,7 +23,7 @@ COMPAT_PYSPARK_VERSIONS=(4.0.0 4.1.0)
 VENV_PREFIX=${OFFSETLAKE_COMPAT_VENV_PREFIX:-.venv-compat}
 TESTS=(tests/unit/test_spark_source.py tests/integration/test_spark_source.py tests/integration/test_decode_spark.py
        tests/integration/test_translation_spark.py tests/integration/test_gold_versions.py
-       tests/integration/test_tracing_spark.py)
+       tests/integration/test_k2k_tracing_source.py)
 
 if [ -n "${OFFSETLAKE_COMPAT_PYSPARK:-}" ]; then
   read -r -a COMPAT_PYSPARK_VERSIONS <<< "$OFFSETLAKE_COMPAT_PYSPARK"
