@@ -19,24 +19,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
-from offsetlake.local.home import HOME_ENV
 from offsetlake.local.locks import RUN_LOCK
-from offsetlake_dev.local_cluster import ClusterPair, paused, start_clusters, stop_clusters
-from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
-from tests.kafka_helpers import committed_offsets
+from offsetlake_dev.local_cluster import paused
+from tests.e2e.replicated_pair import GROUPS, PARTITIONS, Pair, replicated_pair
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-SOURCE_ALIAS = "primary"
-TARGET_ALIAS = "dr"
-TOPIC = "orders"
-PARTITIONS = 2
-GROUPS = ("app-0", "app-1", "app-2")
 COMMAND_TIMEOUT_S = 600
 FIRST_GOLD_TIMEOUT_S = 900
 """The loop's warm server start and first full updates, on a busy 2-core machine."""
@@ -62,55 +53,12 @@ class Loop:
         )
 
 
-@dataclass
-class Pair:
-    home: Path
-    clusters: ClusterPair
-    remote_topic: str
-
-    def flags(self) -> list[str]:
-        return [
-            "--target", self.clusters.target.bootstrap_servers,
-            "--target-alias", TARGET_ALIAS,
-            "--source", f"{SOURCE_ALIAS}={self.clusters.source.bootstrap_servers}",
-            "--set", "offsetlake.cluster.timeout.ms=5000",
-        ]  # fmt: skip
-
-    def env(self) -> dict[str, str]:
-        return {**os.environ, HOME_ENV: str(self.home)}
-
-    def rows(self, table: str) -> list[dict[str, Any]]:
-        path = self.home / "warehouse" / "offsetlake.db" / table
-        return pq.read_table(path).to_pylist() if path.exists() else []
-
-
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[Pair]:
     if os.environ.get("OFFSETLAKE_TEST_SOURCE_BOOTSTRAP"):
         pytest.skip("pausing the source needs the local broker's process; a real pair cannot be paused here")
-    clusters = start_clusters(tmp_path / "clusters", preferred_ports=None)
-    try:
-        settings = MirrorSettings(
-            source_alias=SOURCE_ALIAS,
-            target_alias=TARGET_ALIAS,
-            source_bootstrap=clusters.source.bootstrap_servers,
-            target_bootstrap=clusters.target.bootstrap_servers,
-        )
-        with MirrorSimulator(settings) as simulator:
-            simulator.create_topic(TOPIC, PARTITIONS)
-            simulator.produce(TOPIC, 20, transaction_size=5)
-            simulator.replicate()
-            simulator.commit()
-            for index, group in enumerate(GROUPS):
-                offsets = {(TOPIC, p): 5 + 3 * index + p for p in range(PARTITIONS)}
-                simulator.commit_source_group(group, offsets)
-            simulator.emit_checkpoints(GROUPS)
-            remote_topic = simulator.settings.remote_topic(TOPIC)
-        home = tmp_path / "home"
-        home.mkdir()
-        yield Pair(home, clusters, remote_topic)
-    finally:
-        stop_clusters(tmp_path / "clusters")
+    with replicated_pair(tmp_path) as replicated:
+        yield replicated
 
 
 @pytest.fixture
@@ -175,11 +123,7 @@ def test_a_failover_beside_the_sync_loop_goes_first_and_applies_every_partition(
     assert f"the local sync loop (process {loop.process.pid}) stood aside in" in run.stdout
     assert f"{len(expected)} partitions: applied {len(expected)}" in run.stdout, report[-4000:]
     for group in GROUPS:
-        keys = [(pair.remote_topic, p) for p in range(PARTITIONS)]
-        committed = committed_offsets(pair.clusters.target.bootstrap_servers, group, keys)
-        assert {p: offset for (_, p), offset in committed.items()} == {
-            p: expected[(group, p)] for p in range(PARTITIONS)
-        }, group
+        assert pair.committed(group) == {p: expected[(group, p)] for p in range(PARTITIONS)}, group
     loop.wait_for("is done; resuming updates", 120)
     aside = loop.wait_for("standing aside for process", 1)
     assert "(a failover)" in aside

@@ -14,90 +14,35 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
-from offsetlake.local.home import HOME_ENV
-from offsetlake_dev.local_cluster import ClusterPair, start_clusters, stop_clusters
-from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
-from tests.kafka_helpers import committed_offsets
+from tests.e2e.replicated_pair import GROUPS, PARTITIONS, TOPIC, Pair, replicated_pair
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-SOURCE_ALIAS = "primary"
-TARGET_ALIAS = "dr"
-TOPIC = "orders"
-PARTITIONS = 2
-GROUPS = ("app-0", "app-1", "app-2")
 REFRESH_TIMEOUT_S = 800
 """Generous: a busy 2-core machine (measured: a load of 30) must not fail a refresh that completes."""
 COMMAND_TIMEOUT_S = 900
 
 
-@dataclass
-class Pair:
-    home: Path
-    clusters: ClusterPair
-    remote_topic: str
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        flags = [
-            "--target", self.clusters.target.bootstrap_servers,
-            "--target-alias", TARGET_ALIAS,
-            "--source", f"{SOURCE_ALIAS}={self.clusters.source.bootstrap_servers}",
-            "--set", "offsetlake.cluster.timeout.ms=5000",
-        ]  # fmt: skip
-        return subprocess.run(
-            [sys.executable, "-m", "offsetlake.cli", *args, *flags],
-            env={**os.environ, HOME_ENV: str(self.home)},
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT_S,
-            check=False,
-        )
-
-    def rows(self, table: str) -> list[dict[str, Any]]:
-        path = self.home / "warehouse" / "offsetlake.db" / table
-        return pq.read_table(path).to_pylist() if path.exists() else []
-
-    def committed(self, group: str) -> dict[int, int]:
-        keys = [(self.remote_topic, p) for p in range(PARTITIONS)]
-        found = committed_offsets(self.clusters.target.bootstrap_servers, group, keys)
-        return {p: offset for (_, p), offset in found.items()}
+def _cli(pair: Pair, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "offsetlake.cli", *args, *pair.flags()],
+        env=pair.env(),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     if os.environ.get("OFFSETLAKE_TEST_SOURCE_BOOTSTRAP"):
         pytest.skip("a private local pair keeps the checkpoint topics to this scenario")
-    root = tmp_path_factory.mktemp("fresh_home")
-    clusters = start_clusters(root / "clusters", preferred_ports=None)
-    try:
-        settings = MirrorSettings(
-            source_alias=SOURCE_ALIAS,
-            target_alias=TARGET_ALIAS,
-            source_bootstrap=clusters.source.bootstrap_servers,
-            target_bootstrap=clusters.target.bootstrap_servers,
-        )
-        with MirrorSimulator(settings) as simulator:
-            simulator.create_topic(TOPIC, PARTITIONS)
-            simulator.produce(TOPIC, 20, transaction_size=5)
-            simulator.replicate()
-            simulator.commit()
-            for index, group in enumerate(GROUPS):
-                offsets = {(TOPIC, p): 5 + 3 * index + p for p in range(PARTITIONS)}
-                simulator.commit_source_group(group, offsets)
-            simulator.emit_checkpoints(GROUPS)
-            remote_topic = simulator.settings.remote_topic(TOPIC)
-        home = root / "home"
-        home.mkdir()
-        yield Pair(home, clusters, remote_topic)
-    finally:
-        stop_clusters(root / "clusters")
+    with replicated_pair(tmp_path_factory.mktemp("fresh_home")) as replicated:
+        yield replicated
 
 
 def _gold_offsets(pair: Pair, group: str) -> dict[int, int]:
@@ -111,7 +56,7 @@ def _gold_offsets(pair: Pair, group: str) -> dict[int, int]:
 def test_a_healthy_failover_on_a_fresh_home_refreshes_every_table_and_applies_gold(pair: Pair) -> None:
     assert not (pair.home / "warehouse").exists()
     started = time.monotonic()
-    run = pair.cli("failover", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
+    run = _cli(pair, "failover", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
     seconds = time.monotonic() - started
     report = run.stdout + run.stderr
     print(f"\nhealthy failover on a fresh home (a full update): {seconds:.1f}s\n{run.stdout}")  # with -s
@@ -129,7 +74,7 @@ def test_a_healthy_failover_on_a_fresh_home_refreshes_every_table_and_applies_go
 def test_the_next_healthy_failover_refreshes_only_the_selection(pair: Pair) -> None:
     history = len(pair.rows("replication_progress_history"))
     started = time.monotonic()
-    run = pair.cli("failover", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
+    run = _cli(pair, "failover", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
     seconds = time.monotonic() - started
     report = run.stdout + run.stderr
     print(f"\nhealthy failover on a home with every table (a selection): {seconds:.1f}s")  # with -s
