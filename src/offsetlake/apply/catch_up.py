@@ -57,7 +57,7 @@ class CatchUp:
 
 def catch_up(gold: Sequence[GoldOffset], tail: Sequence[TailRecord], precedence: Sequence[str]) -> CatchUp:
     """Gold's rows with every key the tail translates more freshly replaced (``pending=True``)."""
-    by_key: dict[Key, GoldOffset] = {_key(offset): offset for offset in gold}
+    by_key: dict[Key, GoldOffset] = {gold_key(offset): offset for offset in gold}
     rejected = tuple(record for record in tail if record.checkpoint is None)
     pending = 0
     for key, records in _per_key(tail).items():
@@ -156,5 +156,6 @@ def _offsets(record: TailRecord) -> tuple[int, int] | None:
     return None if checkpoint is None else (checkpoint.upstream_offset, checkpoint.downstream_offset)
 
 
-def _key(offset: GoldOffset) -> Key:
+def gold_key(offset: GoldOffset) -> Key:
+    """A gold row's key, as the merges of what the apply reads itself index gold."""
     return (offset.source_cluster, offset.consumer_group, offset.topic, offset.partition)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from offsetlake.apply.catch_up import replaces
+from offsetlake.apply.catch_up import Key, gold_key, replaces
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
@@ -26,8 +26,6 @@ from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.kafka.tracing_reader import SearchLimits, TracingLookup, look_up_snapshot
 
 METHOD: Final = "k2k_tracing_headers"
-Key = tuple[str, str, str, int]
-"""(source_cluster, consumer_group, target topic, partition): the key of gold."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ def merge_searched(
     gold: Sequence[GoldOffset], lookups: Sequence[tuple[str, TracingLookup]], precedence: Sequence[str]
 ) -> SearchedNow:
     """Pure: gold's rows with every key the search translates more freshly replaced (``pending``)."""
-    by_key: dict[Key, GoldOffset] = {_key(offset): offset for offset in gold}
+    by_key: dict[Key, GoldOffset] = {gold_key(offset): offset for offset in gold}
     replaced = 0
     unanswered: list[str] = []
     for alias, lookup in lookups:
@@ -78,7 +76,7 @@ def merge_searched(
         if candidate is None:
             unanswered.append(f"{lookup.request.where}: {lookup.result.translation.reason}")
             continue
-        key = _key(candidate)
+        key = gold_key(candidate)
         current = by_key.get(key)
         if current is not None and current.method == METHOD and _same(current, candidate):
             continue  # the pipeline's search of this snapshot said the same
@@ -113,7 +111,3 @@ def _same(current: GoldOffset, candidate: GoldOffset) -> bool:
         candidate.upstream_offset,
         candidate.downstream_offset,
     )
-
-
-def _key(offset: GoldOffset) -> Key:
-    return (offset.source_cluster, offset.consumer_group, offset.topic, offset.partition)
