@@ -5,13 +5,15 @@ typed per-partition results, and every record delivered at most once."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from offsetlake.kafka import read_to_end
+from offsetlake.kafka.checkpoint_tail import unreadable_reason
 from offsetlake.kafka.read_to_end import Outcome, PartitionResult, PartitionToRead, ReadToEnd
+from offsetlake.mm2_reset.offsets_topic import ResetError, require_read_whole
 
 
 @dataclass
@@ -194,10 +196,34 @@ def test_every_record_is_delivered_and_counted_once(clock: _Clock) -> None:
     assert [(r.records, r.position) for r in results] == [(3, 3), (1, 1)]
 
 
-def test_results_exist_only_after_the_read_and_a_read_runs_once(clock: _Clock) -> None:
-    read = ReadToEnd(_Consumer(clock, [[_eof("a", 0, 0)]]), [PartitionToRead("a", 0, 0)], timeout_s=1)  # type: ignore[arg-type]
+def test_results_exist_only_after_the_whole_read_and_a_read_runs_once(clock: _Clock) -> None:
+    script = [[_record("a", 0, 0)], [_eof("a", 0, 1)]]
+    read = ReadToEnd(_Consumer(clock, script), [PartitionToRead("a", 0, 0)], timeout_s=1)  # type: ignore[arg-type]
+    batches = iter(read)
+    next(batches)  # a caller that stops early has no results: the partition's end is unknown
     with pytest.raises(RuntimeError, match="not been iterated"):
         read.results  # noqa: B018
-    assert list(read) == []
+    assert list(batches) == []
+    assert read.results[0].outcome is Outcome.END
     with pytest.raises(RuntimeError, match="iterated once"):
         list(read)
+
+
+def test_callers_judge_the_results_the_tail_as_reasons_the_offsets_topic_as_errors() -> None:
+    """The checkpoint tail leaves a partition out with its reason; the MM2 reset refuses a partial read."""
+    ended = PartitionResult("o", 0, Outcome.END, 3, 3, log_end=3)
+    stalled = PartitionResult("o", 1, Outcome.STALLED, 0, 0, error="Connection refused")
+    failed = PartitionResult("o", 2, Outcome.FAILED, 0, 0, error="Broker: Topic authorization failed")
+    assert (
+        unreadable_reason(stalled, 30)
+        == "no record and no end of the log for 30s (last error: Connection refused)"
+    )
+    assert unreadable_reason(replace(stalled, error=None), 30) == "no record and no end of the log for 30s"
+    assert unreadable_reason(failed, 30) == "Broker: Topic authorization failed"
+    require_read_whole("o", [ended], 30)
+    with pytest.raises(ResetError, match=r"^reading o\[2\]: Broker: Topic authorization failed$"):
+        require_read_whole("o", [ended, stalled, failed], 30)
+    with pytest.raises(
+        ResetError, match=r"o: not read to its end, no progress for 30 s \(partitions \[1\]\)"
+    ):
+        require_read_whole("o", [ended, stalled], 30)

@@ -118,7 +118,9 @@ def _read(
         for batch in read:
             records += (_record(pattern, message) for message in batch)
     failed = {
-        (r.topic, r.partition): _reason(r, timeout_s) for r in read.results if r.outcome is not Outcome.END
+        (r.topic, r.partition): unreadable_reason(r, timeout_s)
+        for r in read.results
+        if r.outcome is not Outcome.END
     }
     kept = [record for record in records if (record.topic, record.partition) not in failed]
     return kept, [
@@ -126,7 +128,8 @@ def _read(
     ]
 
 
-def _reason(result: PartitionResult, timeout_s: float) -> str:
+def unreadable_reason(result: PartitionResult, timeout_s: float) -> str:
+    """Why a partition was not read to its end, as the failover's report says it."""
     if result.outcome is not Outcome.STALLED:
         return result.error or result.outcome.value
     stalled = f"no record and no end of the log for {timeout_s:g}s"

@@ -134,13 +134,14 @@ class ReadToEnd:
         self._timeout_s = timeout_s
         self._batch_size = batch_size
         self._results: dict[tuple[str, int], PartitionResult] | None = None
+        self._done = False
         self._client_error: str | None = None
         """The last retried error of the client (not of a partition): a stalled read's reason."""
         self._logged: set[tuple[tuple[str, int] | None, int]] = set()
 
     @property
     def results(self) -> tuple[PartitionResult, ...]:
-        if self._results is None:
+        if not self._done or self._results is None:
             raise RuntimeError("the read has not been iterated to its end")
         return tuple(self._results[(p.topic, p.partition)] for p in self._partitions)
 
@@ -155,8 +156,11 @@ class ReadToEnd:
                 self._results[progress.key] = progress.result(Outcome.END)
             else:
                 open_[progress.key] = progress
-        if not open_:
-            return
+        if open_:
+            yield from self._read(open_)
+        self._done = True
+
+    def _read(self, open_: dict[tuple[str, int], _Progress]) -> Iterator[list[Message]]:
         self._consumer.assign([TopicPartition(*key, p.position) for key, p in open_.items()])
         deadline = time.monotonic() + self._timeout_s
         while open_:

@@ -49,11 +49,11 @@ def read_offsets_topic(
                         newest[(partition, key)] = StoredKey(partition, offset, key, message.value())
     except KafkaException as error:
         raise ResetError(f"reading {topic}: {error.args[0]}") from error
-    _read_whole(topic, read.results, timeout_s)
+    require_read_whole(topic, read.results, timeout_s)
     return partitions, sorted(newest.values(), key=lambda s: (s.partition, s.kafka_offset))
 
 
-def _read_whole(topic: str, results: Sequence[PartitionResult], timeout_s: float) -> None:
+def require_read_whole(topic: str, results: Sequence[PartitionResult], timeout_s: float) -> None:
     """A key's newest record may be in the part not read: a partition not read to its end is an error."""
     for result in results:
         if result.outcome in (Outcome.FAILED, Outcome.LOST):
