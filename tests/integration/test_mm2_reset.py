@@ -23,7 +23,7 @@ from offsetlake.kafka.java_partitioner import java_partition
 from offsetlake.local.home import HOME_ENV
 from offsetlake.mm2_reset.offsets_topic import read_offsets_topic
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
-from tests.kafka_helpers import ClustersUnderTest, log_end_offset, log_start_offset
+from tests.kafka_helpers import ClustersUnderTest, create_topic, log_end_offset, log_start_offset
 
 pytestmark = pytest.mark.kafka
 
@@ -148,3 +148,19 @@ def test_truncating_the_offset_syncs_deletes_every_record(
     assert executed.returncode == 0, executed.stderr
     assert f"{topic}: {end} offset-sync records; deleted and verified" in executed.stdout
     assert log_start_offset(source, topic) == end
+
+
+def test_the_offsets_topic_is_read_to_its_end_when_the_last_batch_holds_many_records(
+    target_bootstrap: str,
+) -> None:
+    """The end is the fetch's (partition EOF), not ListOffsets' (Tansu's "latest" counts a
+    multi-record batch as one record): every key is found, more than one consume returns."""
+    topic = f"connect-offsets-{uuid.uuid4().hex[:8]}"
+    create_topic(target_bootstrap, topic)
+    keys = [b"key-%d" % n for n in range(1200)]
+    producer = Producer({"bootstrap.servers": target_bootstrap, "linger.ms": 1000})
+    for key in keys:  # one batch: no poll or flush before the last record
+        producer.produce(topic, key=key, value=b"{}", partition=0)
+    assert producer.flush(30) == 0
+
+    assert sorted(_newest(target_bootstrap, topic)) == sorted(keys)

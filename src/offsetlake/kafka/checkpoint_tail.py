@@ -5,9 +5,8 @@ update could add. No high-water mark decides where to start: bronze commits befo
 so the records between what gold consumed and what bronze holds would be in neither. MM2 creates
 each checkpoints topic single-partition and compacted, so reading it whole is cheap and it holds
 the last checkpoint of every (group, topic, partition). Reading here takes one consumer and a few
-round trips instead of a Spark start-up and a streaming update. The consumer is assigned its
-partitions (it never joins or commits to a group) from the log start to the log end: it stops on
-librdkafka's partition-EOF event, which comes from the fetch response, so a wrong ListOffsets
+round trips instead of a Spark start-up and a streaming update. Each partition is read from its
+log start to its end (partition EOF) by :mod:`offsetlake.kafka.read_to_end`, so a wrong ListOffsets
 answer (Tansu) cannot cut the read short. A partition that cannot be read to its end (an error, or
 no progress for the timeout) is left out whole, with its reason: part of a partition could be
 older than gold. Records decode with the pure codec the pipeline's Spark decoder is held equal to.
@@ -21,17 +20,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message
 
 from offsetlake.codecs.mm2 import Checkpoint, decode_checkpoint
 from offsetlake.errors import ExternalError
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import read_metadata
-from offsetlake.kafka.range_reader import reader_consumer_config
+from offsetlake.kafka.read_to_end import (
+    Outcome,
+    PartitionResult,
+    PartitionToRead,
+    ReadToEnd,
+    reader_consumer_config,
+)
 from offsetlake.mirror.policy import ReplicationPolicy
-
-_POLL_SLICE_S = 0.5
-_BATCH = 10_000
 
 
 class CheckpointTailError(ExternalError):
@@ -109,35 +111,29 @@ def _read(
     config: Mapping[str, str], pattern: re.Pattern[str], partitions: list[tuple[str, int]], timeout_s: float
 ) -> tuple[list[TailRecord], list[UnreadablePartition]]:
     """The records of every partition read to its end, and the partitions that could not be."""
-    unfinished = set(partitions)
-    failed: dict[tuple[str, int], str] = {}
     records: list[TailRecord] = []
+    wanted = [PartitionToRead(name, number, OFFSET_BEGINNING) for name, number in partitions]
     with clients.consumer(reader_consumer_config(config, fail_on_data_loss=False)) as consumer:
-        consumer.assign([TopicPartition(name, number, OFFSET_BEGINNING) for name, number in partitions])
-        deadline = time.monotonic() + timeout_s
-        while unfinished:
-            if time.monotonic() > deadline:
-                for key in unfinished:
-                    failed[key] = f"no record and no end of the log for {timeout_s:g}s"
-                break
-            for message in consumer.consume(num_messages=_BATCH, timeout=_POLL_SLICE_S):
-                error = message.error()
-                key = (message.topic(), message.partition())
-                if key not in unfinished:
-                    continue  # already given up on: its records are not used
-                if error is None:
-                    deadline = time.monotonic() + timeout_s
-                    records.append(_record(pattern, message))
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    unfinished.discard(key)
-                elif error.fatal() or not error.retriable():
-                    unfinished.discard(key)
-                    failed[key] = error.str()
-                    consumer.incremental_unassign([TopicPartition(*key)])
+        read = ReadToEnd(consumer, wanted, timeout_s=timeout_s)
+        for batch in read:
+            records += (_record(pattern, message) for message in batch)
+    failed = {
+        (r.topic, r.partition): unreadable_reason(r, timeout_s)
+        for r in read.results
+        if r.outcome is not Outcome.END
+    }
     kept = [record for record in records if (record.topic, record.partition) not in failed]
     return kept, [
         UnreadablePartition(name, number, reason) for (name, number), reason in sorted(failed.items())
     ]
+
+
+def unreadable_reason(result: PartitionResult, timeout_s: float) -> str:
+    """Why a partition was not read to its end, as the failover's report says it."""
+    if result.outcome is not Outcome.STALLED:
+        return result.error or result.outcome.value
+    stalled = f"no record and no end of the log for {timeout_s:g}s"
+    return f"{stalled} (last error: {result.error})" if result.error else stalled
 
 
 def _record(pattern: re.Pattern[str], message: Message) -> TailRecord:

@@ -1,70 +1,40 @@
 """Read one Kafka offset range [start, end) into Arrow record batches (runs in Spark workers).
 
-The consumer is assigned its partition directly: it never joins, and never commits to, a consumer
-group on the user's cluster, so Spark's checkpoint alone decides what has been read. A range can
-end on offsets that hold no record (compaction, transaction markers): the loop stops on the first
-record at or past ``end`` or on reaching the partition's end (librdkafka's partition-EOF event),
-so it never waits for an offset that will not come; a broker that stops answering for the poll
-timeout is an error rather than a hang.
+The range is read by :mod:`offsetlake.kafka.read_to_end`: an assigned consumer that never joins,
+and never commits to, a consumer group on the user's cluster, so Spark's checkpoint alone decides
+what has been read. A range can end on offsets that hold no record (compaction, transaction
+markers): it ends on the first record at or past ``end`` or at the log's end (partition EOF), so
+it never waits for an offset that will not come; a broker that gives no record for the poll
+timeout (``kafkaConsumer.pollTimeoutMs``) is an error rather than a hang. Here: what an unfinished
+range means (an error, or data loss as ``failOnDataLoss`` says) and the Arrow batches.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import KafkaError, Message, TopicPartition
+from confluent_kafka import Message
 
 from offsetlake.errors import ExternalError
 from offsetlake.kafka import clients
 from offsetlake.kafka.offset_ranges import DataLossError, OffsetRange, report_data_loss
+from offsetlake.kafka.read_to_end import (
+    Outcome,
+    PartitionResult,
+    PartitionToRead,
+    ReadToEnd,
+    reader_consumer_config,
+)
 
 ARROW_BATCH_ROWS = 4096
-_POLL_SLICE_S = 1.0
 
 # confluent-kafka timestamp types -> Kafka's TimestampType ids, which Spark's source reports.
 _TIMESTAMP_TYPE_IDS = {0: -1, 1: 0, 2: 1}  # not available, CreateTime, LogAppendTime
 
-# Errors no retry can fix: raise at once rather than wait for the poll timeout.
-_PERMANENT_ERRORS = frozenset(
-    {
-        KafkaError.TOPIC_AUTHORIZATION_FAILED,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._UNKNOWN_TOPIC,
-        KafkaError._UNKNOWN_PARTITION,
-        KafkaError.SASL_AUTHENTICATION_FAILED,
-        KafkaError._AUTHENTICATION,
-        KafkaError._SSL,
-        KafkaError._INVALID_ARG,
-    }
-)
-
-_log = logging.getLogger(__name__)
-
 
 class KafkaReadError(ExternalError):
     """The broker failed or stopped answering while a range was being read."""
-
-
-def reader_consumer_config(client_config: Mapping[str, str], *, fail_on_data_loss: bool) -> dict[str, Any]:
-    """Consumer settings for range reads: assign-only, no commits, loss surfaces as an error.
-
-    librdkafka insists on a group.id; a random one that is never joined or committed leaves no
-    trace on the cluster. Reads are read_uncommitted unless the user asks otherwise, as in Spark.
-    """
-    return {
-        "isolation.level": "read_uncommitted",
-        **client_config,
-        "group.id": f"offsetlake-reader-{uuid.uuid4()}",
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "error" if fail_on_data_loss else "earliest",
-    }
 
 
 def read_offset_range(
@@ -78,53 +48,44 @@ def read_offset_range(
 ) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``offset_range`` as Arrow batches of ``arrow_schema`` (Spark's Kafka schema)."""
     builder = _BatchBuilder(offset_range.topic, offset_range.partition, arrow_schema)
-    name = f"{offset_range.topic}-{offset_range.partition}"
+    wanted = PartitionToRead(offset_range.topic, offset_range.partition, offset_range.start, offset_range.end)
     config = reader_consumer_config(client_config, fail_on_data_loss=fail_on_data_loss)
     with clients.consumer(config) as consumer:
-        consumer.assign([TopicPartition(offset_range.topic, offset_range.partition, offset_range.start)])
-        position = offset_range.start
-        deadline = time.monotonic() + poll_timeout_s
-        while position < offset_range.end:
-            if time.monotonic() > deadline:
-                raise KafkaReadError(
-                    f"{name}: no progress for {poll_timeout_s:.0f}s while reading offset {position} of "
-                    f"[{offset_range.start}, {offset_range.end}) "
-                    "(raise kafkaConsumer.pollTimeoutMs if the cluster is just slow)"
-                )
-            wanted = min(batch_rows - len(builder), offset_range.end - position)
-            for message in consumer.consume(num_messages=wanted, timeout=_POLL_SLICE_S):
-                error = message.error()
-                if error is None:
-                    deadline = time.monotonic() + poll_timeout_s
-                    if message.offset() >= offset_range.end:
-                        position = offset_range.end
-                        break
-                    builder.add(message)
-                    position = message.offset() + 1
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    # Nothing left to fetch: the rest of the range holds no records.
-                    if message.offset() < offset_range.end:
-                        report_data_loss(
-                            fail_on_data_loss,
-                            f"{name}: the log now ends at {message.offset()}, before {offset_range.end}",
-                        )
-                    position = offset_range.end
-                    break
-                elif error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                    raise DataLossError(
-                        f"{name}: offset {position} is no longer available ({error.str()}). "
-                        "Set failOnDataLoss=false to skip to the earliest available offset."
-                    )
-                elif error.fatal() or error.code() in _PERMANENT_ERRORS:
-                    raise KafkaReadError(f"{name}: reading offset {position} failed: {error.str()}")
-                else:
-                    # librdkafka reports connection trouble and recovers by itself; the deadline
-                    # above bounds how long that may take.
-                    _log.warning("%s: Kafka error, librdkafka retries: %s", name, error.str())
-            if len(builder) >= batch_rows:
-                yield builder.flush()
-        if len(builder):
-            yield builder.flush()
+        read = ReadToEnd(consumer, [wanted], timeout_s=poll_timeout_s, batch_size=batch_rows)
+        for records in read:
+            for message in records:
+                builder.add(message)
+                if len(builder) >= batch_rows:
+                    yield builder.flush()
+        (result,) = read.results
+    _finished(result, offset_range, fail_on_data_loss=fail_on_data_loss, poll_timeout_s=poll_timeout_s)
+    if len(builder):
+        yield builder.flush()
+
+
+def _finished(
+    result: PartitionResult, offset_range: OffsetRange, *, fail_on_data_loss: bool, poll_timeout_s: float
+) -> None:
+    """Raise unless the range was read to its end; a log that ended before it is data loss."""
+    name, position = result.name, result.position
+    if result.outcome is Outcome.END:
+        if result.log_end is not None and result.log_end < offset_range.end:
+            report_data_loss(
+                fail_on_data_loss, f"{name}: the log now ends at {result.log_end}, before {offset_range.end}"
+            )
+    elif result.outcome is Outcome.LOST:
+        raise DataLossError(
+            f"{name}: offset {position} is no longer available ({result.error}). "
+            "Set failOnDataLoss=false to skip to the earliest available offset."
+        )
+    elif result.outcome is Outcome.STALLED:
+        raise KafkaReadError(
+            f"{name}: no progress for {poll_timeout_s:.0f}s while reading offset {position} of "
+            f"[{offset_range.start}, {offset_range.end}) "
+            "(raise kafkaConsumer.pollTimeoutMs if the cluster is just slow)"
+        )
+    else:
+        raise KafkaReadError(f"{name}: reading offset {position} failed: {result.error}")
 
 
 class _BatchBuilder:

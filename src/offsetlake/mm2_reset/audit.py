@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from offsetlake.apply.gold import table_name
 from offsetlake.mm2_reset.plan import TRUNCATION_ACTION, ResetAction, ResetRow, RestResetRow, Truncation
@@ -19,7 +19,19 @@ from offsetlake.pipeline.tables import TableSpec
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from offsetlake.mm2_reset.job import ResetRequest
+
+class AuditedRequest(Protocol):
+    """What a row records of its run's request (``job.ResetRequest`` is one): the audit sits below
+    the job that appends to it, so it names the fields it reads instead of importing the job."""
+
+    @property
+    def connector(self) -> str: ...
+
+    @property
+    def offsets_topic(self) -> str | None: ...
+
+    @property
+    def execute(self) -> bool: ...
 
 
 class Mode(StrEnum):
@@ -72,12 +84,12 @@ def audit_table_name(schema: str, catalog: str | None = None) -> str:
 Row = TypeVar("Row", ResetRow, RestResetRow)
 
 
-def _mode(request: ResetRequest) -> str:
+def _mode(request: AuditedRequest) -> str:
     return (Mode.EXECUTE if request.execute else Mode.DRY_RUN).value
 
 
 def tombstone_records(
-    run_id: str, request: ResetRequest, rows: Sequence[ResetRow], not_verified: Sequence[ResetRow]
+    run_id: str, request: AuditedRequest, rows: Sequence[ResetRow], not_verified: Sequence[ResetRow]
 ) -> list[tuple[Any, ...]]:
     """One row per planned key; ``verified`` for the tombstones of an executed run."""
     return _records(
@@ -91,7 +103,7 @@ def tombstone_records(
 
 
 def rest_records(
-    run_id: str, request: ResetRequest, rows: Sequence[RestResetRow], not_verified: Sequence[RestResetRow]
+    run_id: str, request: AuditedRequest, rows: Sequence[RestResetRow], not_verified: Sequence[RestResetRow]
 ) -> list[tuple[Any, ...]]:
     """One row per selected source partition; ``verified`` for those an executed run reset."""
     return _records(
@@ -106,7 +118,7 @@ def rest_records(
 
 def _records(
     run_id: str,
-    request: ResetRequest,
+    request: AuditedRequest,
     rows: Sequence[Row],
     not_verified: Sequence[Row],
     *,
@@ -135,7 +147,7 @@ def _records(
 
 
 def truncation_records(
-    run_id: str, request: ResetRequest, topic: str, rows: Sequence[Truncation]
+    run_id: str, request: AuditedRequest, topic: str, rows: Sequence[Truncation]
 ) -> list[tuple[Any, ...]]:
     """One row per partition of the offset-syncs topic; ``verified`` when executed."""
     now = datetime.now(UTC)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from offsetlake.errors import OffsetlakeError, UsageError
 from offsetlake.jobs.session import fold_local_audit, get_spark
@@ -47,9 +47,6 @@ from offsetlake.mm2_reset.plan import (
     verify_tombstones,
 )
 from offsetlake.run_ids import new_run_id
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_TIMEOUT_S = 30.0
 

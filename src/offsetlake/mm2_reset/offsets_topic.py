@@ -5,14 +5,14 @@ through offsetlake.kafka.admin; what to write is decided in :mod:`offsetlake.mm2
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 
 from offsetlake.errors import ExternalError, UsageError
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka import clients
+from offsetlake.kafka.read_to_end import Outcome, PartitionResult, PartitionToRead, ReadToEnd
 from offsetlake.mm2_reset.plan import (
     ResetRow,
     StoredKey,
@@ -30,7 +30,9 @@ class ResetError(ExternalError):
 def read_offsets_topic(
     config: Mapping[str, str], topic: str, *, timeout_s: float
 ) -> tuple[int, list[StoredKey]]:
-    """(partition count, newest record per key and partition), read from the log start to its end."""
+    """(partition count, newest record per key and partition), each partition read from its log start
+    to its end (:mod:`offsetlake.kafka.read_to_end`); a partition not read to its end is an error."""
+    newest: dict[tuple[int, bytes], StoredKey] = {}
     try:
         with clients.consumer({**config, "enable.partition.eof": True}) as consumer:
             metadata = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
@@ -38,50 +40,29 @@ def read_offsets_topic(
                 reason = metadata.error if metadata is not None and metadata.error else "it does not exist"
                 raise UsageError(f"offsets topic {topic!r} cannot be read: {reason}")
             partitions = len(metadata.partitions)
-            ends: dict[int, int] = {}
-            for partition in range(partitions):
-                low, high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=timeout_s
-                )
-                if high > low:
-                    ends[partition] = high
-            newest: dict[tuple[int, bytes], StoredKey] = {}
-            if ends:
-                consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
-                _drain(consumer, topic, ends, newest, timeout_s)
+            wanted = [PartitionToRead(topic, partition, OFFSET_BEGINNING) for partition in range(partitions)]
+            read = ReadToEnd(consumer, wanted, timeout_s=timeout_s)
+            for batch in read:
+                for message in batch:
+                    partition, offset, key = message.partition() or 0, message.offset() or 0, message.key()
+                    if key is not None:
+                        newest[(partition, key)] = StoredKey(partition, offset, key, message.value())
     except KafkaException as error:
         raise ResetError(f"reading {topic}: {error.args[0]}") from error
+    require_read_whole(topic, read.results, timeout_s)
     return partitions, sorted(newest.values(), key=lambda s: (s.partition, s.kafka_offset))
 
 
-def _drain(
-    consumer: Consumer,
-    topic: str,
-    ends: Mapping[int, int],
-    newest: dict[tuple[int, bytes], StoredKey],
-    timeout_s: float,
-) -> None:
-    waiting = set(ends)
-    deadline = time.monotonic() + timeout_s
-    while waiting:
-        if time.monotonic() > deadline:
-            raise ResetError(
-                f"{topic}: not read to its end within {timeout_s:g} s (partitions {sorted(waiting)})"
-            )
-        for message in consumer.consume(num_messages=500, timeout=0.5):
-            error = message.error()
-            partition = message.partition() or 0
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    waiting.discard(partition)
-                    continue
-                raise ResetError(f"reading {topic}[{partition}]: {error}")
-            offset = message.offset() or 0
-            key = message.key()
-            if key is not None:
-                newest[(partition, key)] = StoredKey(partition, offset, key, message.value())
-            if offset + 1 >= ends[partition]:
-                waiting.discard(partition)
+def require_read_whole(topic: str, results: Sequence[PartitionResult], timeout_s: float) -> None:
+    """A key's newest record may be in the part not read: a partition not read to its end is an error."""
+    for result in results:
+        if result.outcome in (Outcome.FAILED, Outcome.LOST):
+            raise ResetError(f"reading {topic}[{result.partition}]: {result.error}")
+    stalled = [result.partition for result in results if result.outcome is Outcome.STALLED]
+    if stalled:
+        raise ResetError(
+            f"{topic}: not read to its end, no progress for {timeout_s:g} s (partitions {stalled})"
+        )
 
 
 def write_tombstones(

@@ -1,0 +1,229 @@
+"""The read-to-end primitive's policy on a scripted consumer: where a partition ends (EOF or the
+given end, whichever first), the one deadline (no progress anywhere for the timeout), errors as
+typed per-partition results, and every record delivered at most once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
+from offsetlake.kafka import read_to_end
+from offsetlake.kafka.checkpoint_tail import unreadable_reason
+from offsetlake.kafka.read_to_end import Outcome, PartitionResult, PartitionToRead, ReadToEnd
+from offsetlake.mm2_reset.offsets_topic import ResetError, require_read_whole
+
+
+@dataclass
+class _Message:
+    topic_: str | None
+    partition_: int | None
+    offset_: int
+    error_: KafkaError | None = None
+
+    def topic(self) -> str | None:
+        return self.topic_
+
+    def partition(self) -> int | None:
+        return self.partition_
+
+    def offset(self) -> int:
+        return self.offset_
+
+    def error(self) -> KafkaError | None:
+        return self.error_
+
+
+def _record(topic: str, partition: int, offset: int) -> _Message:
+    return _Message(topic, partition, offset)
+
+
+def _eof(topic: str, partition: int, offset: int) -> _Message:
+    return _Message(topic, partition, offset, KafkaError(KafkaError._PARTITION_EOF, "end of partition"))
+
+
+def _error(topic: str | None, partition: int | None, code: int, *, fatal: bool = False) -> _Message:
+    return _Message(topic, partition, -1001, KafkaError(code, f"error {code}", fatal=fatal))
+
+
+@dataclass
+class _Clock:
+    now: float = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@dataclass
+class _Consumer:
+    """Answers each consume() with the next scripted batch, then nothing; each call takes its
+    timeout on the fake clock, as a consume that waits for records does."""
+
+    clock: _Clock
+    script: list[list[_Message]]
+    assigned: list[tuple[str, int, int]] = field(default_factory=list)
+    unassigned: list[tuple[str, int]] = field(default_factory=list)
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self.assigned = [(p.topic, p.partition, p.offset) for p in partitions]
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        self.unassigned += [(p.topic, p.partition) for p in partitions]
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Message]:
+        self.clock.now += timeout
+        return self.script.pop(0)[:num_messages] if self.script else []
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    clock = _Clock()
+    monkeypatch.setattr(read_to_end, "time", clock)
+    return clock
+
+
+def _read(
+    clock: _Clock,
+    script: Iterable[list[_Message]],
+    partitions: Sequence[PartitionToRead],
+    timeout_s: float = 5,
+) -> tuple[list[tuple[str, int, int]], tuple[PartitionResult, ...], _Consumer]:
+    consumer = _Consumer(clock, list(script))
+    read = ReadToEnd(consumer, partitions, timeout_s=timeout_s)  # type: ignore[arg-type]
+    delivered = [(m.topic(), m.partition(), m.offset()) for batch in read for m in batch]
+    return delivered, read.results, consumer  # type: ignore[return-value]
+
+
+def test_partition_eof_ends_a_partition_without_an_end_offset(clock: _Clock) -> None:
+    script = [[_record("a", 0, 0), _record("a", 0, 1)], [_record("a", 0, 2), _eof("a", 0, 3)]]
+    delivered, (result,), consumer = _read(clock, script, [PartitionToRead("a", 0, OFFSET_BEGINNING)])
+    assert delivered == [("a", 0, 0), ("a", 0, 1), ("a", 0, 2)]
+    assert result == PartitionResult("a", 0, Outcome.END, position=3, records=3, log_end=3)
+    assert consumer.assigned == [("a", 0, OFFSET_BEGINNING)]
+
+
+def test_the_end_offset_ends_a_partition_without_waiting_for_eof_or_delivering_past_it(clock: _Clock) -> None:
+    """The end may fall on a transaction marker or a compacted gap: a record past it ends the read."""
+    at_end = [[_record("a", 0, 3), _record("a", 0, 4), _record("a", 0, 5), _record("a", 0, 6)]]
+    gap = [[_record("b", 0, 3), _record("b", 0, 7)], [_record("b", 0, 8)]]
+    delivered, (result,), _ = _read(clock, at_end, [PartitionToRead("a", 0, 3, end=5)])
+    assert delivered == [("a", 0, 3), ("a", 0, 4)]
+    assert result == PartitionResult("a", 0, Outcome.END, position=5, records=2)
+    delivered, (result,), _ = _read(clock, gap, [PartitionToRead("b", 0, 3, end=5)])
+    assert delivered == [("b", 0, 3)]
+    assert (result.outcome, result.position, result.log_end) == (Outcome.END, 4, None)
+
+
+def test_eof_before_the_end_offset_ends_the_partition_and_says_where_the_log_ended(clock: _Clock) -> None:
+    script = [[_record("a", 0, 0), _eof("a", 0, 1)]]
+    _, (result,), _ = _read(clock, script, [PartitionToRead("a", 0, 0, end=10)])
+    assert (result.outcome, result.position, result.log_end, result.records) == (Outcome.END, 1, 1, 1)
+
+
+def test_an_empty_range_is_read_without_assigning_anything(clock: _Clock) -> None:
+    delivered, (result,), consumer = _read(clock, [], [PartitionToRead("a", 0, 4, end=4)])
+    assert (delivered, result.outcome, result.position, consumer.assigned) == ([], Outcome.END, 4, [])
+
+
+def test_no_progress_for_the_timeout_stalls_every_open_partition_with_its_last_error(clock: _Clock) -> None:
+    script = [[_record("a", 0, 0), _error("b", 0, KafkaError._TRANSPORT)]]
+    partitions = [PartitionToRead("a", 0, 0), PartitionToRead("b", 0, 0)]
+    delivered, results, _ = _read(clock, script, partitions, timeout_s=2)
+    assert delivered == [("a", 0, 0)]
+    assert [(r.outcome, r.position, r.error) for r in results] == [
+        (Outcome.STALLED, 1, None),
+        (Outcome.STALLED, 0, f"error {KafkaError._TRANSPORT}"),
+    ]
+    # The record at 0.5 s moved the deadline to 2.5 s: polls end at 1.0, 1.5, 2.0, 2.5, then 3.0 > 2.5.
+    assert clock.now == pytest.approx(3.0)
+
+
+def test_progress_anywhere_moves_the_deadline_so_a_long_read_is_not_cut_short(clock: _Clock) -> None:
+    """One record every poll for longer than the timeout: the read goes on while records come."""
+    script = [[_record("a", 0, n)] for n in range(20)] + [[_eof("a", 0, 20), _eof("b", 0, 0)]]
+    partitions = [PartitionToRead("a", 0, 0), PartitionToRead("b", 0, 0)]
+    delivered, results, _ = _read(clock, script, partitions, timeout_s=2)
+    assert len(delivered) == 20 and clock.now == pytest.approx(10.5)
+    assert [r.outcome for r in results] == [Outcome.END, Outcome.END]
+
+
+def test_a_partition_error_ends_that_partition_only_and_the_others_read_on(clock: _Clock) -> None:
+    script = [
+        [_record("a", 0, 0), _error("a", 0, KafkaError.TOPIC_AUTHORIZATION_FAILED), _record("b", 0, 0)],
+        [_record("a", 0, 1), _error("c", 0, KafkaError._AUTO_OFFSET_RESET), _record("b", 0, 1)],
+        [_eof("b", 0, 2)],
+    ]
+    partitions = [PartitionToRead("a", 0, 0), PartitionToRead("b", 0, 0), PartitionToRead("c", 0, 5)]
+    delivered, results, consumer = _read(clock, script, partitions)
+    assert delivered == [("a", 0, 0), ("b", 0, 0), ("b", 0, 1)]
+    assert [(r.outcome, r.records, r.error) for r in results] == [
+        (Outcome.FAILED, 1, f"error {KafkaError.TOPIC_AUTHORIZATION_FAILED}"),
+        (Outcome.END, 2, None),
+        (Outcome.LOST, 0, f"error {KafkaError._AUTO_OFFSET_RESET}"),
+    ]
+    assert results[2].position == 5  # the offset that is gone
+    assert consumer.unassigned == [("a", 0), ("c", 0)]  # the last one ends the read: no unassign
+
+
+def test_a_client_error_no_retry_fixes_ends_every_open_partition(clock: _Clock) -> None:
+    script = [
+        [_eof("a", 0, 0), _error(None, None, KafkaError._TRANSPORT)],
+        [_error(None, None, KafkaError._AUTHENTICATION)],
+    ]
+    partitions = [PartitionToRead("a", 0, 0), PartitionToRead("b", 0, 0), PartitionToRead("c", 0, 0)]
+    _, results, _ = _read(clock, script, partitions)
+    assert [(r.outcome, r.error) for r in results] == [
+        (Outcome.END, None),
+        (Outcome.FAILED, f"error {KafkaError._AUTHENTICATION}"),
+        (Outcome.FAILED, f"error {KafkaError._AUTHENTICATION}"),
+    ]
+
+
+def test_every_record_is_delivered_and_counted_once(clock: _Clock) -> None:
+    """A re-fetch repeats records, EOF comes again after new writes, records follow an end: none of
+    them is delivered twice or after its partition ended."""
+    script = [
+        [_record("a", 0, 0), _record("a", 0, 1)],
+        [_record("a", 0, 0), _record("a", 0, 1), _record("a", 0, 2), _eof("a", 0, 3)],
+        [_record("a", 0, 3), _eof("a", 0, 4), _record("b", 0, 0)],
+        [_eof("b", 0, 1)],
+    ]
+    partitions = [PartitionToRead("a", 0, 0), PartitionToRead("b", 0, 0)]
+    delivered, results, _ = _read(clock, script, partitions)
+    assert delivered == [("a", 0, 0), ("a", 0, 1), ("a", 0, 2), ("b", 0, 0)]
+    assert [(r.records, r.position) for r in results] == [(3, 3), (1, 1)]
+
+
+def test_results_exist_only_after_the_whole_read_and_a_read_runs_once(clock: _Clock) -> None:
+    script = [[_record("a", 0, 0)], [_eof("a", 0, 1)]]
+    read = ReadToEnd(_Consumer(clock, script), [PartitionToRead("a", 0, 0)], timeout_s=1)  # type: ignore[arg-type]
+    batches = iter(read)
+    next(batches)  # a caller that stops early has no results: the partition's end is unknown
+    with pytest.raises(RuntimeError, match="not been iterated"):
+        read.results  # noqa: B018
+    assert list(batches) == []
+    assert read.results[0].outcome is Outcome.END
+    with pytest.raises(RuntimeError, match="iterated once"):
+        list(read)
+
+
+def test_callers_judge_the_results_the_tail_as_reasons_the_offsets_topic_as_errors() -> None:
+    """The checkpoint tail leaves a partition out with its reason; the MM2 reset refuses a partial read."""
+    ended = PartitionResult("o", 0, Outcome.END, 3, 3, log_end=3)
+    stalled = PartitionResult("o", 1, Outcome.STALLED, 0, 0, error="Connection refused")
+    failed = PartitionResult("o", 2, Outcome.FAILED, 0, 0, error="Broker: Topic authorization failed")
+    assert (
+        unreadable_reason(stalled, 30)
+        == "no record and no end of the log for 30s (last error: Connection refused)"
+    )
+    assert unreadable_reason(replace(stalled, error=None), 30) == "no record and no end of the log for 30s"
+    assert unreadable_reason(failed, 30) == "Broker: Topic authorization failed"
+    require_read_whole("o", [ended], 30)
+    with pytest.raises(ResetError, match=r"^reading o\[2\]: Broker: Topic authorization failed$"):
+        require_read_whole("o", [ended, stalled, failed], 30)
+    with pytest.raises(
+        ResetError, match=r"o: not read to its end, no progress for 30 s \(partitions \[1\]\)"
+    ):
+        require_read_whole("o", [ended, stalled], 30)
