@@ -14,7 +14,7 @@ from offsetlake import durations
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import PROPERTIES_ENV
 from offsetlake.local import clusters
-from offsetlake.pipeline import precedence
+from offsetlake.mirror import precedence
 
 
 def parse_duration(text: str) -> timedelta | None:

@@ -20,7 +20,7 @@ from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.mirror.filters import DEFAULT_GROUPS_EXCLUDE, DEFAULT_GROUPS_INCLUDE, DEFAULT_TOPICS_INCLUDE
 from offsetlake.mirror.policy import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
-from offsetlake.pipeline.precedence import METHODS, parse_method_precedence
+from offsetlake.mirror.precedence import METHODS, parse_method_precedence
 from offsetlake.pipeline.tables import APPLY_CLUSTER_KEY
 
 TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
