@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from offsetlake.cli.clusters import ResolvedClusters
+from offsetlake.cli.failover import endpoints
 from offsetlake.cli.options import parse_source
 from offsetlake.errors import InvalidValueError
 from offsetlake.local.clusters import local_pipeline_settings, read_local_clusters
@@ -47,3 +49,12 @@ def test_a_bad_source_flag_is_an_argparse_error_and_a_bad_setting_names_its_key(
         parse_source("east")
     with pytest.raises(InvalidValueError, match=rf"^{SOURCES} entry 'east' is not alias=bootstrap$"):
         PipelineSettings.from_mapping({TARGET_BOOTSTRAP: "t:1", SOURCES: "east"})
+
+
+def test_the_failover_probes_each_resolved_cluster_under_its_alias() -> None:
+    clusters = ResolvedClusters("t:1", "backup", (ClusterEndpoint("east", "e:1"),), None)
+    probed = [
+        (cluster.name, cluster.role, cluster.config["bootstrap.servers"]) for cluster in endpoints(clusters)
+    ]
+    assert probed == [("backup", "target", "t:1"), ("east", "source", "e:1")]
+    assert clusters.pipeline_settings().sources == clusters.sources
