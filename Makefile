@@ -29,6 +29,7 @@ test-compat:
 lint: bootstrap
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
+	@$(VENV)/bin/lint-imports --no-cache --no-logo
 
 format: bootstrap
 	@$(VENV)/bin/ruff check --fix .

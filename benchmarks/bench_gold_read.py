@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from offsetlake.apply.arrow_store import ArrowGoldStore, open_table
 from offsetlake.apply.planner import Selection
-from offsetlake.pipeline.precedence import METHODS
+from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
 
 NOW = datetime.now(UTC).replace(microsecond=0)

@@ -43,7 +43,8 @@ from typing import Final
 
 from offsetlake.local.pipeline_run import PipelineRunResult, WarmServer, run_pipeline
 from offsetlake.local.processes import descendants
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake_dev import demo
 from offsetlake_dev.local_cluster import running_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
@@ -248,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = PipelineSettings(
             target_bootstrap_servers=pair.target.bootstrap_servers,
             target_alias=demo.TARGET_ALIAS,
-            sources=(SourceCluster(demo.SOURCE_ALIAS, pair.source.bootstrap_servers),),
+            sources=(ClusterEndpoint(demo.SOURCE_ALIAS, pair.source.bootstrap_servers),),
             mappings_topics=f"^{demo.MAPPING_TOPIC}$",
         )
         warm = stack.enter_context(optional_warm_server(options.warm, home))

@@ -42,7 +42,8 @@ from offsetlake.kafka import admin as kafka_admin
 from offsetlake.local.home import HOME_ENV, local_home
 from offsetlake.local.pipeline_run import run_pipeline
 from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
-from offsetlake.pipeline.settings import MappingTopic, PipelineSettings, SourceCluster
+from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
 from offsetlake_dev.simulate import DEFAULT_MAPPING_TOPIC, MirrorSettings, MirrorSimulator
 from offsetlake_dev.simulate.target_consumers import active_member, resume_group
@@ -537,7 +538,7 @@ def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> b
     settings = PipelineSettings(
         target_bootstrap_servers=target,
         target_alias=TARGET_ALIAS,
-        sources=(SourceCluster(SOURCE_ALIAS, source),),
+        sources=(ClusterEndpoint(SOURCE_ALIAS, source),),
         mappings_topics=(MappingTopic(SOURCE_ALIAS, MAPPING_TOPIC),),
         # MM2's default policy names the copies <alias>.<topic>; the simulated K2K writes its tracing
         # headers on those same records.

@@ -35,8 +35,9 @@ from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, enc
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.local.home import HOME_ENV
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.settings import MappingTopic, PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
 from offsetlake.pipeline.tables import ALL_TABLES
 from tests.fixture_records import load_fixture_records
 from tests.kafka_helpers import STREAMS_METADATA, ClustersUnderTest, commit_offsets, create_topic, produce
@@ -239,7 +240,7 @@ def scenario(
     settings = PipelineSettings(
         target_bootstrap_servers=target_bootstrap,
         target_alias=TARGET_ALIAS,
-        sources=(SourceCluster("east", source_bootstrap), SourceCluster("west", target_bootstrap)),
+        sources=(ClusterEndpoint("east", source_bootstrap), ClusterEndpoint("west", target_bootstrap)),
         separator=policy.separator,
         groups_include=f".*-{token}",
         mappings_topics=(MappingTopic("east", f"k2k-mappings-{token}"),),
@@ -593,7 +594,7 @@ def test_a_flow_that_really_fails_makes_the_run_fail(scenario: Scenario) -> None
     failure even though exit 1 is also what a good run with a Python data source returns."""
     grown = replace(
         scenario.settings,
-        sources=(*scenario.settings.sources, SourceCluster("north", scenario.source_bootstrap)),
+        sources=(*scenario.settings.sources, ClusterEndpoint("north", scenario.source_bootstrap)),
     )
     result = run_pipeline(grown, scenario.home, spark_conf={"spark.sql.pipelines.maxFlowRetryAttempts": "0"})
     assert not result.succeeded

@@ -21,8 +21,8 @@ from offsetlake.apply.catch_up import catch_up
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.codecs.mm2 import Checkpoint
 from offsetlake.kafka.checkpoint_tail import TailRecord
+from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline import history
-from offsetlake.pipeline.precedence import METHODS
 from offsetlake.pipeline.tables import SILVER_CHECKPOINTS
 
 if TYPE_CHECKING:

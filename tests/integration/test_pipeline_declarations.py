@@ -23,9 +23,10 @@ import pytest
 
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.local.pipeline_run import TRANSFORMATIONS_DIR
+from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
 from offsetlake.pipeline.refresh_selection import declared_tables
-from offsetlake.pipeline.settings import MappingTopic, PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
 from offsetlake.pipeline.tables import (
     ALL_TABLES,
     APPLY_CLUSTER_KEY,
@@ -123,7 +124,7 @@ def declarations(
 def _settings(**overrides: Any) -> PipelineSettings:
     return PipelineSettings(
         target_bootstrap_servers="target:9092",
-        sources=(SourceCluster("east", "east:9092"),),
+        sources=(ClusterEndpoint("east", "east:9092"),),
         mappings_topics=(MappingTopic("east"),),
         k2k_tracing_routes=(TracingRoute("east", "{topic}"),),
         **overrides,
@@ -212,7 +213,7 @@ def test_the_failover_knows_every_table_silver_and_gold_declare(
     (its tables: bronze_*, cluster_health, source_log_offsets, k2k_tracing_lookups) is not run here."""
     bronze_layer = {"cluster_health", "source_log_offsets", "k2k_tracing_lookups"}
     plain = PipelineSettings(
-        target_bootstrap_servers="target:9092", sources=(SourceCluster("east", "east:9092"),)
+        target_bootstrap_servers="target:9092", sources=(ClusterEndpoint("east", "east:9092"),)
     )
     for settings in (
         _settings(),
@@ -220,7 +221,7 @@ def test_the_failover_knows_every_table_silver_and_gold_declare(
         plain,
         PipelineSettings(
             target_bootstrap_servers="target:9092",
-            sources=(SourceCluster("east", "east:9092"),),
+            sources=(ClusterEndpoint("east", "east:9092"),),
             connect_offsets_topics="",
         ),
     ):

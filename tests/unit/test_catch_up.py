@@ -12,7 +12,7 @@ from offsetlake.apply.catch_up import catch_up
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.codecs.mm2 import Checkpoint
 from offsetlake.kafka.checkpoint_tail import TailRecord
-from offsetlake.pipeline.precedence import METHODS, Candidate, choose
+from offsetlake.mirror.precedence import METHODS, Candidate, choose
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 TOPIC = "primary.checkpoints.internal"

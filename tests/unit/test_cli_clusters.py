@@ -13,7 +13,8 @@ from offsetlake.cli.main import build_parser
 from offsetlake.errors import UsageError
 from offsetlake.jobs.session import RUNTIME_ENV
 from offsetlake.kafka.secrets import PROPERTIES_ENV
-from offsetlake.local.clusters import ClusterEndpoint, ClustersFileError
+from offsetlake.local.clusters import ClustersFileError
+from offsetlake.mirror.clusters import ClusterEndpoint
 
 
 class ScopeKeys:

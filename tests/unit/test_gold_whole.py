@@ -28,8 +28,9 @@ from offsetlake.cli.context import Context
 from offsetlake.errors import ExternalError, InvalidValueError, StopSignalError
 from offsetlake.local.gold_guard import GoldGuard
 from offsetlake.local.locks import HomeInUseError, RunLockHold, pipeline_run_lock
+from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake.pipeline.tables import CLUSTER_HEALTH, LATEST_OFFSETS
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -319,7 +320,7 @@ def test_the_sync_loop_skips_an_update_while_a_run_reads_gold_and_goes_on(
         reader.latest_offsets()
         with pytest.raises(StopSignalError):
             cli_pipeline.run_every(
-                PipelineSettings("t:9092", (SourceCluster("east", "e:9092"),)),
+                PipelineSettings("t:9092", (ClusterEndpoint("east", "e:9092"),)),
                 tmp_path,
                 timedelta(microseconds=1),
                 None,

@@ -10,7 +10,7 @@ from offsetlake.apply.planner import GoldOffset
 from offsetlake.k2k.tracing import TracingTranslation
 from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.kafka.tracing_reader import TracingLookup, TracingRequest, TracingResult
-from offsetlake.pipeline.precedence import METHODS
+from offsetlake.mirror.precedence import METHODS
 
 SNAPSHOT = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 TARGET = "east.orders"

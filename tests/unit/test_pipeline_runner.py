@@ -33,7 +33,8 @@ from offsetlake.local.pipeline_run import (
     spark_pipelines_command,
     write_spec,
 )
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.settings import PipelineSettings
 
 KNOWN_ERROR = (
     "pyspark.errors.exceptions.base.PySparkValueError: [UNKNOWN_RESPONSE] Unknown response: "
@@ -204,7 +205,7 @@ def test_a_graph_error_stops_the_update_instead_of_waiting_out_the_retries(
     )
     monkeypatch.setattr(pipeline_run, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
     settings = PipelineSettings(
-        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+        target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
     result = run_pipeline(settings, tmp_path / "home", refresh=("quarantine",), timeout_s=120)
     assert not result.succeeded
@@ -301,7 +302,7 @@ def test_a_full_refresh_cannot_be_limited_to_a_selection(tmp_path: Path) -> None
 
 def test_the_spec_lets_the_engine_retry_a_failed_flow_five_times(tmp_path: Path) -> None:
     settings = PipelineSettings(
-        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+        target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
     spec = yaml.safe_load(write_spec(tmp_path, settings).read_text())
     assert spec["configuration"]["spark.sql.pipelines.maxFlowRetryAttempts"] == "5"
@@ -309,7 +310,7 @@ def test_the_spec_lets_the_engine_retry_a_failed_flow_five_times(tmp_path: Path)
 
 def test_an_update_on_a_warm_server_of_another_home_is_refused(tmp_path: Path) -> None:
     settings = PipelineSettings(
-        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+        target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
     server = WarmServer(tmp_path / "other")
     with pytest.raises(InvalidValueError, match="serves"):
@@ -380,7 +381,7 @@ def test_the_sync_loop_skips_an_update_whose_run_lock_a_reader_holds_and_goes_on
     monkeypatch.setattr(pipeline_cli, "run_pipeline", update)
     context = Context(out=io.StringIO(), err=io.StringIO())
     settings = PipelineSettings(
-        target_bootstrap_servers="localhost:1", sources=(SourceCluster("a", "localhost:2"),)
+        target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
     with pytest.raises(StopSignalError):
         run_every(settings, tmp_path, timedelta(milliseconds=1), None, context)

@@ -7,6 +7,7 @@ import pytest
 from offsetlake.errors import InvalidValueError
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
+from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.settings import (
     K2K_TRACING_TOPICS,
     MAPPINGS_TOPICS,
@@ -15,14 +16,13 @@ from offsetlake.pipeline.settings import (
     TARGET_BOOTSTRAP,
     MappingTopic,
     PipelineSettings,
-    SourceCluster,
     parse_sources,
 )
 
 
 def test_defaults_match_the_documented_contract() -> None:
     settings = PipelineSettings.from_mapping({TARGET_BOOTSTRAP: "t:9092", SOURCES: "east=e:9092"})
-    assert settings.sources == (SourceCluster("east", "e:9092"),)
+    assert settings.sources == (ClusterEndpoint("east", "e:9092"),)
     assert (settings.replication_policy, settings.separator, settings.offset_syncs_location) == (
         "default",
         ".",
@@ -38,7 +38,7 @@ def test_settings_survive_a_round_trip_through_the_pipeline_configuration() -> N
     settings = PipelineSettings(
         target_bootstrap_servers="t1:9092,t2:9092",
         target_alias="west",
-        sources=(SourceCluster("east", "e1:9092,e2:9092"), SourceCluster("north", "n:9092")),
+        sources=(ClusterEndpoint("east", "e1:9092,e2:9092"), ClusterEndpoint("north", "n:9092")),
         separator="__",
         offset_syncs_location="target",
         mappings_topics=(MappingTopic("east"), MappingTopic("north", "north-maps")),
@@ -51,8 +51,8 @@ def test_settings_survive_a_round_trip_through_the_pipeline_configuration() -> N
 
 def test_several_brokers_of_one_source_are_separated_by_semicolons() -> None:
     assert parse_sources("east=a:1;b:2, west=c:3") == (
-        SourceCluster("east", "a:1,b:2"),
-        SourceCluster("west", "c:3"),
+        ClusterEndpoint("east", "a:1,b:2"),
+        ClusterEndpoint("west", "c:3"),
     )
 
 
@@ -122,7 +122,7 @@ def test_the_bundle_sets_every_key_to_its_variable_whose_default_is_the_settings
     variables = yaml.safe_load((root / "databricks.yml").read_text(encoding="utf-8"))["variables"]
     pipeline = yaml.safe_load((root / "resources" / "offsetlake.pipeline.yml").read_text(encoding="utf-8"))
     configuration = pipeline["resources"]["pipelines"]["offsetlake_pipeline"]["configuration"]
-    defaults = PipelineSettings(target_bootstrap_servers="t:1", sources=(SourceCluster("a", "b:1"),))
+    defaults = PipelineSettings(target_bootstrap_servers="t:1", sources=(ClusterEndpoint("a", "b:1"),))
     defaults_conf = defaults.to_conf()
     checked = []
     for key, value in configuration.items():

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from databricks.sdk.service.jobs import RunTask
 
-from offsetlake.jobs.run_report import (
+from offsetlake.databricks.run_report import (
     JobsApiError,
     RunReport,
     TaskOutcome,

@@ -77,7 +77,7 @@ from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.local.gold_guard import hold_whole_gold
 from offsetlake.local.locks import RunLockHold
 from offsetlake.local.spark import LOCAL_SCHEMA
-from offsetlake.pipeline.precedence import METHODS
+from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,

@@ -15,7 +15,7 @@ pipeline does:
   ``source_timestamp`` is kept: gold saw the run begin;
 - a key whose newest checkpoint is exactly gold's row adds nothing; otherwise the newest checkpoint
   replaces gold's checkpoint row, and competes with another method's row by the precedence rule
-  (pipeline/precedence.py: freshest upstream offset first, then the method order);
+  (mirror/precedence.py: freshest upstream offset first, then the method order);
 - a record that does not decode is never applied; it is counted with its reason (the pipeline
   quarantines it at its next update).
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.kafka.checkpoint_tail import TailRecord, UnreadablePartition
-from offsetlake.pipeline.precedence import Candidate, choose
+from offsetlake.mirror.precedence import Candidate, choose
 
 Key = tuple[str, str, str, int]
 """(source_cluster, consumer_group, topic, partition): the key of gold."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from offsetlake.apply.planner import GoldOffset, NameBounds, Selection
 from offsetlake.errors import ExternalError
 from offsetlake.mirror.positions import GroupPartition
-from offsetlake.pipeline.precedence import METHODS
+from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
@@ -142,7 +142,7 @@ def read_offsets_as_of(
     """The translation that was current at ``as_of`` per group-partition, from ``offset_history``.
 
     History is kept per method, so several rows can be current at once: one is chosen with the
-    rule latest_offsets uses (offsetlake.pipeline.precedence), with valid_from as the freshness,
+    rule latest_offsets uses (offsetlake.mirror.precedence), with valid_from as the freshness,
     on the driver by the local store's code (offsetlake.apply.gold_rows.choose_current).
     Without this, methods that merely differ in precision would look like a conflict between
     source clusters. Rows ``selection`` rules out are left in storage (:func:`narrowed`).

@@ -4,7 +4,7 @@ Both stores only scan: they hand over gold's columns, filtered, as an Arrow tabl
 through ``toArrow``, the local one from the Parquet files), and the rules are here:
 
 - :func:`choose_current`: of the ``offset_history`` rows valid at a time, one per group-partition,
-  by offsetlake.pipeline.precedence.choose (the pure twin of the pipeline's choose_translation);
+  by offsetlake.mirror.precedence.choose (the pure twin of the pipeline's choose_translation);
 - :func:`data_loss_totals`: ``failover_data_loss`` summed per source cluster and group;
 - :func:`gold_offsets`: rows -> GoldOffsets, timestamps of any zone as UTC datetimes, NULL method
   and metadata as "", and a row without its key, offset or source timestamp a GoldTableError
@@ -32,7 +32,7 @@ UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
 
 def choose_current(current: pa.Table, precedence: Sequence[str]) -> pa.Table:
     """One row per group-partition key of ``current`` (offset_history rows valid at one time), by
-    offsetlake.pipeline.precedence.choose with valid_from as the freshness. A key with one row keeps
+    offsetlake.mirror.precedence.choose with valid_from as the freshness. A key with one row keeps
     it, without Python work per row; only keys several methods translate are chosen row by row."""
     if current.num_rows == 0:
         return current
@@ -51,7 +51,7 @@ def _choose_shared(
     current: pa.Table, starts: list[int], sizes: list[int], precedence: Sequence[str]
 ) -> list[int]:
     """The chosen row of each key whose rows start at ``starts`` (``sizes`` rows each)."""
-    from offsetlake.pipeline.precedence import Candidate, choose
+    from offsetlake.mirror.precedence import Candidate, choose
 
     rows = [row for start, size in zip(starts, sizes, strict=True) for row in range(start, start + size)]
     subset = current.take(pa.array(rows, pa.int64()))

@@ -90,7 +90,7 @@ from offsetlake.local.home import local_home
 from offsetlake.local.locks import check_home_free
 from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.precedence import METHODS
+from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import LATEST_OFFSETS
 from offsetlake.run_ids import new_run_id
 

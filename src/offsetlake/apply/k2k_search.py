@@ -8,7 +8,7 @@ selected group-partition again, with no JVM and no source cluster (U comes from
 ``latest_group_offsets``). The answer competes with gold's row by the pipeline's rules: it is the
 k2k_tracing_headers method's newest observation (observed at the snapshot's time, as the pipeline
 records it), replaces gold's row of that method, and competes with another method's row by the
-precedence rule (pipeline/precedence.py). A search that cannot translate leaves gold as it is and
+precedence rule (mirror/precedence.py). A search that cannot translate leaves gold as it is and
 is reported with its reason.
 """
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from offsetlake.apply import audit, gold
-from offsetlake.pipeline.precedence import METHODS
+from offsetlake.mirror.precedence import METHODS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,7 +54,7 @@ class GoldStore(Protocol):
         selection: Selection | None = None,
     ) -> list[GoldOffset]:
         """The translation current at ``as_of`` per group-partition, from ``offset_history``, chosen
-        by offsetlake.pipeline.precedence with valid_from as the freshness."""
+        by offsetlake.mirror.precedence with valid_from as the freshness."""
         ...
 
     def count_translations(self, as_of: datetime | None = None) -> int:

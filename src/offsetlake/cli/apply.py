@@ -39,7 +39,7 @@ from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.local.home import local_home
 from offsetlake.local.pipeline_run import SPEC_FILE
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.precedence import METHODS
+from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.settings import (
     ALL_KEYS,
     K2K_TRACING_HEADERS,

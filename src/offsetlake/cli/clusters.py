@@ -25,8 +25,9 @@ from offsetlake.kafka.secrets import (
     SecretsProvider,
     kafka_options_from_properties,
 )
-from offsetlake.local.clusters import ClusterEndpoint, read_local_clusters
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.local.clusters import read_local_clusters
+from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.settings import PipelineSettings
 
 
 class NoTargetError(UsageError):
@@ -52,7 +53,7 @@ class ResolvedClusters:
         return PipelineSettings(
             target_bootstrap_servers=self.target,
             target_alias=self.target_alias,
-            sources=tuple(SourceCluster(source.name, source.bootstrap_servers) for source in self.sources),
+            sources=self.sources,
         )
 
 
@@ -83,7 +84,7 @@ def resolve_clusters(
     pair = read_local_clusters()
     return ResolvedClusters(
         pair.target.bootstrap_servers,
-        pair.target.name if sources else "",
+        pair.target.alias if sources else "",
         (pair.source,) if sources else (),
         properties,
         options,

@@ -15,7 +15,7 @@ from offsetlake.cli.pipeline import add_set_option, settings_from_args
 from offsetlake.jobs.failover import (
     DEFAULT_PROBE_TIMEOUT_S,
     DEFAULT_REFRESH_TIMEOUT_S,
-    ClusterEndpoint,
+    ClusterToProbe,
     FailoverRequest,
     RefreshMode,
     run_failover,
@@ -69,18 +69,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     failover.set_defaults(handler=handle_failover)
 
 
-def endpoints(clusters: ResolvedClusters) -> tuple[ClusterEndpoint, ...]:
+def endpoints(clusters: ResolvedClusters) -> tuple[ClusterToProbe, ...]:
     """The clusters to probe, with the resolved client settings. A target named only by a secret
     scope is read by the apply itself, which reports it."""
     found = [
-        ClusterEndpoint(
-            source.name, "source", target_client_config(source.bootstrap_servers, clusters.kafka_options)
+        ClusterToProbe(
+            source.alias, "source", target_client_config(source.bootstrap_servers, clusters.kafka_options)
         )
         for source in clusters.sources
     ]
     if clusters.target is not None:
         config = target_client_config(clusters.target, clusters.kafka_options)
-        found.insert(0, ClusterEndpoint(clusters.target_alias, "target", config))
+        found.insert(0, ClusterToProbe(clusters.target_alias, "target", config))
     return tuple(found)
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from offsetlake import durations
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import PROPERTIES_ENV
-from offsetlake.local import clusters
-from offsetlake.pipeline import precedence
+from offsetlake.mirror import precedence
+from offsetlake.mirror.clusters import ClusterEndpoint, parse_endpoint
 
 
 def parse_duration(text: str) -> timedelta | None:
@@ -78,9 +78,9 @@ def parse_regex(text: str) -> str:
     return text
 
 
-def parse_source(text: str) -> clusters.ClusterEndpoint:
+def parse_source(text: str) -> ClusterEndpoint:
     try:
-        return clusters.parse_source(text)
+        return parse_endpoint(text)
     except InvalidValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

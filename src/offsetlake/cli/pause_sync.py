@@ -6,7 +6,7 @@ import argparse
 
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds, positive_int
-from offsetlake.jobs.sync_pause import DEFAULT_TIMEOUT_S, nothing_to_pause, pause_sync
+from offsetlake.databricks.sync_pause import DEFAULT_TIMEOUT_S, nothing_to_pause, pause_sync
 
 MODES = ("plan", "apply")
 

@@ -1,1 +1,1 @@
-"""Databricks job runs as offsetlake reads them (the Jobs API, through databricks-sdk)."""
+"""Job-level entry points: the failover, and the Spark session a job task uses."""

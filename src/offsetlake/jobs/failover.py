@@ -44,7 +44,7 @@ class RefreshMode(StrEnum):
 
 
 @dataclass(frozen=True)
-class ClusterEndpoint:
+class ClusterToProbe:
     """One cluster to probe: its role in the report and its client settings (never printed)."""
 
     name: str
@@ -66,7 +66,7 @@ class FailoverRequest:
     """The clusters to refresh from; None only with ``RefreshMode.NEVER`` (no sources needed)."""
     home: Path
     refresh: RefreshMode = RefreshMode.AUTO
-    clusters: tuple[ClusterEndpoint, ...] = ()
+    clusters: tuple[ClusterToProbe, ...] = ()
     refresh_timeout_s: float = DEFAULT_REFRESH_TIMEOUT_S
     probe_timeout_s: float = DEFAULT_PROBE_TIMEOUT_S
     kafka_properties: Path | None = None
@@ -127,7 +127,7 @@ def run_failover(
     )
 
 
-def probe_all(clusters: tuple[ClusterEndpoint, ...], *, timeout_s: float) -> tuple[ClusterCheck, ...]:
+def probe_all(clusters: tuple[ClusterToProbe, ...], *, timeout_s: float) -> tuple[ClusterCheck, ...]:
     """Every cluster asked at once: the probes cost one timeout in all, not one each."""
     if not clusters:
         return ()

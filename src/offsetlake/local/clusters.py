@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from offsetlake.errors import InvalidValueError, UsageError
+from offsetlake.errors import UsageError
 from offsetlake.local.home import local_home
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.settings import PipelineSettings
 
 CLUSTERS_FILE: Final = "clusters.json"
 SOURCE: Final = "source"
@@ -28,25 +29,9 @@ class ClustersFileError(UsageError):
 
 
 @dataclass(frozen=True)
-class ClusterEndpoint:
-    """A cluster by name (the MM2 alias locally) and its bootstrap servers."""
-
-    name: str
-    bootstrap_servers: str
-
-
-@dataclass(frozen=True)
 class LocalClusters:
     source: ClusterEndpoint
     target: ClusterEndpoint
-
-
-def parse_source(text: str) -> ClusterEndpoint:
-    """``ALIAS=host:port[,host:port]`` (the alias is MM2's name for the source cluster)."""
-    alias, sep, bootstrap = text.partition("=")
-    if not sep or not alias.strip() or not bootstrap.strip():
-        raise InvalidValueError(f"expected ALIAS=BOOTSTRAP (e.g. primary=broker1:9092), got {text!r}")
-    return ClusterEndpoint(alias.strip(), bootstrap.strip())
 
 
 def clusters_file(home: Path | None = None) -> Path:
@@ -74,6 +59,6 @@ def local_pipeline_settings(home: Path | None = None) -> PipelineSettings:
     pair = read_local_clusters(home)
     return PipelineSettings(
         target_bootstrap_servers=pair.target.bootstrap_servers,
-        target_alias=pair.target.name,
-        sources=(SourceCluster(pair.source.name, pair.source.bootstrap_servers),),
+        target_alias=pair.target.alias,
+        sources=(pair.source,),
     )

@@ -146,7 +146,7 @@ def run_reset(request: ResetRequest, *, client_config: ClientConfig) -> ResetRes
     """Reset (through the worker with ``connect_url``, else with tombstones), record it, then
     truncate the offset syncs if asked and the reset verified. ``client_config`` gives a cluster's
     client settings by its bootstrap servers (None: the command's target), as the caller resolved them."""
-    run = _Run(request, new_run_id(datetime.now(UTC)))
+    run = _ResetRun(request, new_run_id(datetime.now(UTC)))
     if request.connect_url:
         reset = run_rest_reset(request, ConnectRest(request.connect_url, timeout_s=request.timeout_s))
         result = ResetResult(request, run.run_id, rest=reset)
@@ -201,7 +201,7 @@ def run_rest_reset(request: ResetRequest, rest: ConnectRest) -> RestReset:
     return RestReset(rows, verify_rest_reset(rest.offsets(request.connector), rows))
 
 
-def _truncate(run: _Run, result: ResetResult, topic: str, client_config: ClientConfig) -> ResetResult:
+def _truncate(run: _ResetRun, result: ResetResult, topic: str, client_config: ClientConfig) -> ResetResult:
     """Truncate the offset syncs and record it; a failure is kept for the caller, after the reset."""
     request = run.request
     rows: list[Truncation] | None = None
@@ -215,7 +215,7 @@ def _truncate(run: _Run, result: ResetResult, topic: str, client_config: ClientC
 
 
 @dataclass(frozen=True)
-class _Run:
+class _ResetRun:
     request: ResetRequest
     run_id: str
 

@@ -35,7 +35,7 @@ table from all observations (the open-source engine has no MERGE for a Parquet t
 
 ``offset_history`` and ``latest_offsets`` read the versions in both places: history is every
 version with valid_from/valid_to; latest picks one method per key among the current versions, by
-the rule in offsetlake.pipeline.precedence (freshness first, then ``offsetlake.method.precedence``);
+the rule in offsetlake.mirror.precedence (freshness first, then ``offsetlake.method.precedence``);
 ``methods_disagree`` flags same-upstream methods that differ (a stale method based on an older
 upstream offset is not a disagreement, it is just stale; sql/stale_checkpoints.sql shows those).
 Age is left to the reader (now - last_observed_at), so no refresh has to rewrite every row.
@@ -52,7 +52,7 @@ from pyspark.sql import functions as sf
 
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.precedence import choose_translation
+from offsetlake.pipeline.precedence_spark import choose_translation
 from offsetlake.pipeline.tables import (
     GROUP_PARTITION_KEY,
     LATEST_OFFSETS,

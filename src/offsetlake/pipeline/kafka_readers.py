@@ -23,7 +23,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsetlake.data_sources.options import TARGET_OPTION_PREFIX
 from offsetlake.k2k.routing import TracingRoute
-from offsetlake.pipeline.settings import PipelineSettings, SourceCluster
+from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.settings import PipelineSettings
 
 ClusterRole = Literal["source", "target"]
 
@@ -89,7 +90,9 @@ def kafka_stream(
     return spark.readStream.format("offsetlake_kafka").options(**_bounded(settings, options)).load()
 
 
-def group_offsets_stream(spark: SparkSession, settings: PipelineSettings, source: SourceCluster) -> DataFrame:
+def group_offsets_stream(
+    spark: SparkSession, settings: PipelineSettings, source: ClusterEndpoint
+) -> DataFrame:
     """One snapshot of the source cluster's committed group offsets per micro-batch."""
     options = kafka_client_options(settings, source.bootstrap_servers)
     options.update({"groups.include": settings.groups_include, "groups.exclude": settings.groups_exclude})
@@ -115,7 +118,7 @@ def k2k_tracing_stream(spark: SparkSession, settings: PipelineSettings, route: T
     return spark.readStream.format("offsetlake_k2k_tracing").options(**_bounded(settings, options)).load()
 
 
-def log_offsets_stream(spark: SparkSession, settings: PipelineSettings, source: SourceCluster) -> DataFrame:
+def log_offsets_stream(spark: SparkSession, settings: PipelineSettings, source: ClusterEndpoint) -> DataFrame:
     """One snapshot of the source cluster's log start and log end offsets per micro-batch."""
     options = kafka_client_options(settings, source.bootstrap_servers)
     options.update({"topics.include": settings.topics_include, "topics.exclude": settings.topics_exclude})

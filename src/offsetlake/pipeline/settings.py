@@ -18,9 +18,10 @@ from offsetlake.data_sources.options import DEFAULT_TIMEOUT_MS
 from offsetlake.errors import InvalidValueError
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
+from offsetlake.mirror.clusters import ClusterEndpoint, parse_endpoint
 from offsetlake.mirror.filters import DEFAULT_GROUPS_EXCLUDE, DEFAULT_GROUPS_INCLUDE, DEFAULT_TOPICS_INCLUDE
 from offsetlake.mirror.policy import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
-from offsetlake.pipeline.precedence import METHODS, parse_method_precedence
+from offsetlake.mirror.precedence import METHODS, parse_method_precedence
 from offsetlake.pipeline.tables import APPLY_CLUSTER_KEY
 
 TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
@@ -67,14 +68,6 @@ GOLD_INCREMENTAL_MODES: Final[tuple[str, ...]] = ("recompute", "auto_cdc")
 TableClustering = Literal["none", "liquid"]
 TABLE_CLUSTERING_MODES: Final[tuple[str, ...]] = ("none", "liquid")
 _ALIAS = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-@dataclass(frozen=True)
-class SourceCluster:
-    """A source cluster as MM2 knows it: its alias (topic-name prefix) and how to reach it."""
-
-    alias: str
-    bootstrap_servers: str
 
 
 class Blank(Enum):
@@ -130,18 +123,19 @@ def _milliseconds(text: str) -> int:
         ) from None
 
 
-def parse_sources(text: str) -> tuple[SourceCluster, ...]:
+def parse_sources(text: str) -> tuple[ClusterEndpoint, ...]:
     """``alias=host:port[;host:port],alias2=…``; a bootstrap list inside one source uses ``;``."""
-    sources: list[SourceCluster] = []
+    sources: list[ClusterEndpoint] = []
     for entry in filter(None, (part.strip() for part in text.split(","))):
-        alias, sep, bootstrap = entry.partition("=")
-        if not sep or not alias.strip() or not bootstrap.strip():
-            raise InvalidValueError(f"{SOURCES} entry {entry!r} is not alias=bootstrap")
-        sources.append(SourceCluster(alias.strip(), bootstrap.strip().replace(";", ",")))
+        try:
+            source = parse_endpoint(entry)
+        except InvalidValueError:
+            raise InvalidValueError(f"{SOURCES} entry {entry!r} is not alias=bootstrap") from None
+        sources.append(ClusterEndpoint(source.alias, source.bootstrap_servers.replace(";", ",")))
     return tuple(sources)
 
 
-def format_sources(sources: tuple[SourceCluster, ...]) -> str:
+def format_sources(sources: tuple[ClusterEndpoint, ...]) -> str:
     """The inverse of :func:`parse_sources`."""
     return ",".join(f"{source.alias}={source.bootstrap_servers.replace(',', ';')}" for source in sources)
 
@@ -197,7 +191,7 @@ class PipelineSettings:
     """Everything the transformations need to know about the clusters and MM2's naming."""
 
     target_bootstrap_servers: str = _setting(TARGET_BOOTSTRAP)
-    sources: tuple[SourceCluster, ...] = _setting(SOURCES, parse=parse_sources, text=format_sources)
+    sources: tuple[ClusterEndpoint, ...] = _setting(SOURCES, parse=parse_sources, text=format_sources)
     target_alias: str = _setting(TARGET_ALIAS, "")
     replication_policy: str = _setting(REPLICATION_POLICY, "default")
     separator: str = _setting(REPLICATION_SEPARATOR, ".", blank=Blank.KEEP)
@@ -346,7 +340,7 @@ class PipelineSettings:
     def policy(self) -> ReplicationPolicy:
         return ReplicationPolicy(kind=self.replication_policy, separator=self.separator)  # type: ignore[arg-type]
 
-    def source(self, alias: str) -> SourceCluster:
+    def source(self, alias: str) -> ClusterEndpoint:
         for source in self.sources:
             if source.alias == alias:
                 return source

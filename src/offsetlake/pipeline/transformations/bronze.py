@@ -42,6 +42,7 @@ from pyspark import pipelines as dp
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
+from offsetlake.mirror.clusters import ClusterEndpoint as SourceCluster
 from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.kafka_readers import (
     cluster_health_stream,
@@ -52,7 +53,6 @@ from offsetlake.pipeline.kafka_readers import (
     pipeline_settings,
     register_offsetlake_sources,
 )
-from offsetlake.pipeline.settings import SourceCluster
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     BRONZE_CONNECT_OFFSETS,

@@ -1,5 +1,8 @@
 """Which translation of a group-partition wins, written once for the pipeline and the apply job.
 
+Pure: the rule's methods, their precedence parser and :func:`choose`, the twin of
+offsetlake.pipeline.precedence_spark.choose_translation (its Spark form, which gold uses).
+
 Several methods (checkpoint, offset_sync, mapping) may translate the same group-partition, and
 precedence alone could let a stale method win, so freshness comes first:
 
@@ -17,13 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from offsetlake.errors import InvalidValueError
-from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
 
 METHODS: Final[tuple[str, ...]] = ("mapping", "k2k_tracing_headers", "offset_sync", "checkpoint")
 """Every translation method, in the default precedence: record-level evidence first (K2K's mappings,
@@ -38,35 +37,6 @@ def parse_method_precedence(text: str) -> tuple[str, ...]:
     if unknown or len(set(methods)) != len(methods):
         raise InvalidValueError(f"must list methods of {', '.join(METHODS)}, each at most once, got {text!r}")
     return methods + tuple(method for method in METHODS if method not in methods)
-
-
-def choose_translation(current: DataFrame, precedence: Sequence[str], freshness: str) -> DataFrame:
-    """One row per group-partition key from ``current`` (at most one per key and method), by the rule above.
-
-    Adds ``_precedence`` (1 = first) and ``_disagree``; ``freshness`` names the timestamp column.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as sf
-
-    from offsetlake.pipeline.frames import add_columns
-
-    precedence_rank = sf.array_position(sf.array(*[sf.lit(m) for m in precedence]), sf.col("method"))
-    ranked = add_columns(current, {"_precedence": precedence_rank})
-    per_key = Window.partitionBy(*GROUP_PARTITION_KEY)
-    freshest_first = per_key.orderBy(sf.col(freshness).desc(), sf.col("_precedence"))
-    freshest_upstream = sf.first("upstream_offset").over(
-        freshest_first.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    )
-    eligible = add_columns(
-        ranked, {"_eligible": sf.col("upstream_offset").eqNullSafe(freshest_upstream)}
-    ).where("_eligible")
-    return add_columns(
-        eligible,
-        {
-            "_disagree": sf.size(sf.collect_set("downstream_offset").over(per_key)) > 1,
-            "_choice": sf.row_number().over(per_key.orderBy("_precedence", sf.col(freshness).desc())),
-        },
-    ).where(sf.col("_choice") == 1)
 
 
 @dataclass(frozen=True)

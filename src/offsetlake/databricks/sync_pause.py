@@ -23,7 +23,7 @@ from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from offsetlake.jobs.run_report import JobsApiError, _cause, _workspace_client
+from offsetlake.databricks.run_report import JobsApiError, _cause, _workspace_client
 
 if TYPE_CHECKING:
     from databricks.sdk import WorkspaceClient
