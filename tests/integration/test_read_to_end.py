@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING
 
 from offsetlake.kafka import clients
-from offsetlake.kafka.read_to_end import Outcome, PartitionToRead, ReadToEnd, reader_consumer_config
+from offsetlake.kafka.read_to_end import PartitionToRead, ReadOutcome, ReadToEnd, reader_consumer_config
 from tests.kafka_helpers import create_topic, produce
 
 pytestmark = pytest.mark.kafka
@@ -38,7 +38,7 @@ def test_each_partition_ends_at_eof_or_its_end_and_one_that_cannot_be_read_ends_
 
     assert sorted(delivered) == [(0, offset) for offset in batched] + [(1, 1), (1, 2)]
     first, second, empty, missing = read.results
-    assert (first.outcome, first.records, first.log_end, first.position) == (Outcome.END, 5, 5, 5)
-    assert (second.outcome, second.records, second.log_end, second.position) == (Outcome.END, 2, None, 3)
-    assert (empty.outcome, empty.records, empty.position) == (Outcome.END, 0, 0)
-    assert missing.outcome is not Outcome.END and missing.records == 0
+    assert (first.outcome, first.records, first.log_end, first.position) == (ReadOutcome.END, 5, 5, 5)
+    assert (second.outcome, second.records, second.log_end, second.position) == (ReadOutcome.END, 2, None, 3)
+    assert (empty.outcome, empty.records, empty.position) == (ReadOutcome.END, 0, 0)
+    assert missing.outcome is not ReadOutcome.END and missing.records == 0

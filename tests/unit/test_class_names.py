@@ -8,10 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 SOURCES = Path(__file__).resolve().parents[2] / "src"
-KNOWN: dict[str, str] = {
-    "Mode": "apply/audit.py's run modes and mm2_reset/audit.py's: the mm2_reset change owns that file "
-    "this round; its Mode becomes ResetMode once that change lands",
-}
+KNOWN: dict[str, str] = {}
 """Shared names still to rename, each with why it waits; a fixed one must leave this list too."""
 
 

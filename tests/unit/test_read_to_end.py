@@ -12,7 +12,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from offsetlake.kafka import read_to_end
 from offsetlake.kafka.checkpoint_tail import unreadable_reason
-from offsetlake.kafka.read_to_end import Outcome, PartitionResult, PartitionToRead, ReadToEnd
+from offsetlake.kafka.read_to_end import PartitionRead, PartitionToRead, ReadOutcome, ReadToEnd
 from offsetlake.mm2_reset.offsets_topic import ResetError, require_read_whole
 
 
@@ -89,7 +89,7 @@ def _read(
     script: Iterable[list[_Message]],
     partitions: Sequence[PartitionToRead],
     timeout_s: float = 5,
-) -> tuple[list[tuple[str, int, int]], tuple[PartitionResult, ...], _Consumer]:
+) -> tuple[list[tuple[str, int, int]], tuple[PartitionRead, ...], _Consumer]:
     consumer = _Consumer(clock, list(script))
     read = ReadToEnd(consumer, partitions, timeout_s=timeout_s)  # type: ignore[arg-type]
     delivered = [(m.topic(), m.partition(), m.offset()) for batch in read for m in batch]
@@ -100,7 +100,7 @@ def test_partition_eof_ends_a_partition_without_an_end_offset(clock: _Clock) -> 
     script = [[_record("a", 0, 0), _record("a", 0, 1)], [_record("a", 0, 2), _eof("a", 0, 3)]]
     delivered, (result,), consumer = _read(clock, script, [PartitionToRead("a", 0, OFFSET_BEGINNING)])
     assert delivered == [("a", 0, 0), ("a", 0, 1), ("a", 0, 2)]
-    assert result == PartitionResult("a", 0, Outcome.END, position=3, records=3, log_end=3)
+    assert result == PartitionRead("a", 0, ReadOutcome.END, position=3, records=3, log_end=3)
     assert consumer.assigned == [("a", 0, OFFSET_BEGINNING)]
 
 
@@ -110,21 +110,21 @@ def test_the_end_offset_ends_a_partition_without_waiting_for_eof_or_delivering_p
     gap = [[_record("b", 0, 3), _record("b", 0, 7)], [_record("b", 0, 8)]]
     delivered, (result,), _ = _read(clock, at_end, [PartitionToRead("a", 0, 3, end=5)])
     assert delivered == [("a", 0, 3), ("a", 0, 4)]
-    assert result == PartitionResult("a", 0, Outcome.END, position=5, records=2)
+    assert result == PartitionRead("a", 0, ReadOutcome.END, position=5, records=2)
     delivered, (result,), _ = _read(clock, gap, [PartitionToRead("b", 0, 3, end=5)])
     assert delivered == [("b", 0, 3)]
-    assert (result.outcome, result.position, result.log_end) == (Outcome.END, 4, None)
+    assert (result.outcome, result.position, result.log_end) == (ReadOutcome.END, 4, None)
 
 
 def test_eof_before_the_end_offset_ends_the_partition_and_says_where_the_log_ended(clock: _Clock) -> None:
     script = [[_record("a", 0, 0), _eof("a", 0, 1)]]
     _, (result,), _ = _read(clock, script, [PartitionToRead("a", 0, 0, end=10)])
-    assert (result.outcome, result.position, result.log_end, result.records) == (Outcome.END, 1, 1, 1)
+    assert (result.outcome, result.position, result.log_end, result.records) == (ReadOutcome.END, 1, 1, 1)
 
 
 def test_an_empty_range_is_read_without_assigning_anything(clock: _Clock) -> None:
     delivered, (result,), consumer = _read(clock, [], [PartitionToRead("a", 0, 4, end=4)])
-    assert (delivered, result.outcome, result.position, consumer.assigned) == ([], Outcome.END, 4, [])
+    assert (delivered, result.outcome, result.position, consumer.assigned) == ([], ReadOutcome.END, 4, [])
 
 
 def test_no_progress_for_the_timeout_stalls_every_open_partition_with_its_last_error(clock: _Clock) -> None:
@@ -133,8 +133,8 @@ def test_no_progress_for_the_timeout_stalls_every_open_partition_with_its_last_e
     delivered, results, _ = _read(clock, script, partitions, timeout_s=2)
     assert delivered == [("a", 0, 0)]
     assert [(r.outcome, r.position, r.error) for r in results] == [
-        (Outcome.STALLED, 1, None),
-        (Outcome.STALLED, 0, f"error {KafkaError._TRANSPORT}"),
+        (ReadOutcome.STALLED, 1, None),
+        (ReadOutcome.STALLED, 0, f"error {KafkaError._TRANSPORT}"),
     ]
     # The record at 0.5 s moved the deadline to 2.5 s: polls end at 1.0, 1.5, 2.0, 2.5, then 3.0 > 2.5.
     assert clock.now == pytest.approx(3.0)
@@ -146,7 +146,7 @@ def test_progress_anywhere_moves_the_deadline_so_a_long_read_is_not_cut_short(cl
     partitions = [PartitionToRead("a", 0, 0), PartitionToRead("b", 0, 0)]
     delivered, results, _ = _read(clock, script, partitions, timeout_s=2)
     assert len(delivered) == 20 and clock.now == pytest.approx(10.5)
-    assert [r.outcome for r in results] == [Outcome.END, Outcome.END]
+    assert [r.outcome for r in results] == [ReadOutcome.END, ReadOutcome.END]
 
 
 def test_a_partition_error_ends_that_partition_only_and_the_others_read_on(clock: _Clock) -> None:
@@ -159,9 +159,9 @@ def test_a_partition_error_ends_that_partition_only_and_the_others_read_on(clock
     delivered, results, consumer = _read(clock, script, partitions)
     assert delivered == [("a", 0, 0), ("b", 0, 0), ("b", 0, 1)]
     assert [(r.outcome, r.records, r.error) for r in results] == [
-        (Outcome.FAILED, 1, f"error {KafkaError.TOPIC_AUTHORIZATION_FAILED}"),
-        (Outcome.END, 2, None),
-        (Outcome.LOST, 0, f"error {KafkaError._AUTO_OFFSET_RESET}"),
+        (ReadOutcome.FAILED, 1, f"error {KafkaError.TOPIC_AUTHORIZATION_FAILED}"),
+        (ReadOutcome.END, 2, None),
+        (ReadOutcome.LOST, 0, f"error {KafkaError._AUTO_OFFSET_RESET}"),
     ]
     assert results[2].position == 5  # the offset that is gone
     assert consumer.unassigned == [("a", 0), ("c", 0)]  # the last one ends the read: no unassign
@@ -175,9 +175,9 @@ def test_a_client_error_no_retry_fixes_ends_every_open_partition(clock: _Clock) 
     partitions = [PartitionToRead("a", 0, 0), PartitionToRead("b", 0, 0), PartitionToRead("c", 0, 0)]
     _, results, _ = _read(clock, script, partitions)
     assert [(r.outcome, r.error) for r in results] == [
-        (Outcome.END, None),
-        (Outcome.FAILED, f"error {KafkaError._AUTHENTICATION}"),
-        (Outcome.FAILED, f"error {KafkaError._AUTHENTICATION}"),
+        (ReadOutcome.END, None),
+        (ReadOutcome.FAILED, f"error {KafkaError._AUTHENTICATION}"),
+        (ReadOutcome.FAILED, f"error {KafkaError._AUTHENTICATION}"),
     ]
 
 
@@ -204,16 +204,16 @@ def test_results_exist_only_after_the_whole_read_and_a_read_runs_once(clock: _Cl
     with pytest.raises(RuntimeError, match="not been iterated"):
         read.results  # noqa: B018
     assert list(batches) == []
-    assert read.results[0].outcome is Outcome.END
+    assert read.results[0].outcome is ReadOutcome.END
     with pytest.raises(RuntimeError, match="iterated once"):
         list(read)
 
 
 def test_callers_judge_the_results_the_tail_as_reasons_the_offsets_topic_as_errors() -> None:
     """The checkpoint tail leaves a partition out with its reason; the MM2 reset refuses a partial read."""
-    ended = PartitionResult("o", 0, Outcome.END, 3, 3, log_end=3)
-    stalled = PartitionResult("o", 1, Outcome.STALLED, 0, 0, error="Connection refused")
-    failed = PartitionResult("o", 2, Outcome.FAILED, 0, 0, error="Broker: Topic authorization failed")
+    ended = PartitionRead("o", 0, ReadOutcome.END, 3, 3, log_end=3)
+    stalled = PartitionRead("o", 1, ReadOutcome.STALLED, 0, 0, error="Connection refused")
+    failed = PartitionRead("o", 2, ReadOutcome.FAILED, 0, 0, error="Broker: Topic authorization failed")
     assert (
         unreadable_reason(stalled, 30)
         == "no record and no end of the log for 30s (last error: Connection refused)"

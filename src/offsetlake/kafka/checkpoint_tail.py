@@ -27,9 +27,9 @@ from offsetlake.errors import ExternalError
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import read_metadata
 from offsetlake.kafka.read_to_end import (
-    Outcome,
-    PartitionResult,
+    PartitionRead,
     PartitionToRead,
+    ReadOutcome,
     ReadToEnd,
     reader_consumer_config,
 )
@@ -120,7 +120,7 @@ def _read(
     failed = {
         (r.topic, r.partition): unreadable_reason(r, timeout_s)
         for r in read.results
-        if r.outcome is not Outcome.END
+        if r.outcome is not ReadOutcome.END
     }
     kept = [record for record in records if (record.topic, record.partition) not in failed]
     return kept, [
@@ -128,9 +128,9 @@ def _read(
     ]
 
 
-def unreadable_reason(result: PartitionResult, timeout_s: float) -> str:
+def unreadable_reason(result: PartitionRead, timeout_s: float) -> str:
     """Why a partition was not read to its end, as the failover's report says it."""
-    if result.outcome is not Outcome.STALLED:
+    if result.outcome is not ReadOutcome.STALLED:
         return result.error or result.outcome.value
     stalled = f"no record and no end of the log for {timeout_s:g}s"
     return f"{stalled} (last error: {result.error})" if result.error else stalled

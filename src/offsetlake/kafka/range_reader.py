@@ -20,9 +20,9 @@ from offsetlake.errors import ExternalError
 from offsetlake.kafka import clients
 from offsetlake.kafka.offset_ranges import DataLossError, OffsetRange, report_data_loss
 from offsetlake.kafka.read_to_end import (
-    Outcome,
-    PartitionResult,
+    PartitionRead,
     PartitionToRead,
+    ReadOutcome,
     ReadToEnd,
     reader_consumer_config,
 )
@@ -64,21 +64,21 @@ def read_offset_range(
 
 
 def _finished(
-    result: PartitionResult, offset_range: OffsetRange, *, fail_on_data_loss: bool, poll_timeout_s: float
+    result: PartitionRead, offset_range: OffsetRange, *, fail_on_data_loss: bool, poll_timeout_s: float
 ) -> None:
     """Raise unless the range was read to its end; a log that ended before it is data loss."""
     name, position = result.name, result.position
-    if result.outcome is Outcome.END:
+    if result.outcome is ReadOutcome.END:
         if result.log_end is not None and result.log_end < offset_range.end:
             report_data_loss(
                 fail_on_data_loss, f"{name}: the log now ends at {result.log_end}, before {offset_range.end}"
             )
-    elif result.outcome is Outcome.LOST:
+    elif result.outcome is ReadOutcome.LOST:
         raise DataLossError(
             f"{name}: offset {position} is no longer available ({result.error}). "
             "Set failOnDataLoss=false to skip to the earliest available offset."
         )
-    elif result.outcome is Outcome.STALLED:
+    elif result.outcome is ReadOutcome.STALLED:
         raise KafkaReadError(
             f"{name}: no progress for {poll_timeout_s:.0f}s while reading offset {position} of "
             f"[{offset_range.start}, {offset_range.end}) "

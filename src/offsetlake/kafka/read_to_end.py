@@ -19,7 +19,7 @@ commits to a group). Three rules, decided here once:
   ``PERMANENT_ERRORS``) ends its partition ``FAILED`` (an error of the client, not of a partition,
   ends every open partition); an offset no longer in the log (``auto.offset.reset=error``) ends it
   ``LOST``; any other error is logged once and kept as the reason should the partition stall.
-  Nothing is raised for a partition: each ends with a typed :class:`PartitionResult`.
+  Nothing is raised for a partition: each ends with a typed :class:`PartitionRead`.
 
 Every record is delivered at most once: records of an ended partition, records before a
 partition's position (a re-fetch) and records at or past its end are dropped.
@@ -87,7 +87,7 @@ class PartitionToRead:
     """Exclusive bound; None: the partition's end as the fetch reports it (EOF)."""
 
 
-class Outcome(StrEnum):
+class ReadOutcome(StrEnum):
     END = "end"
     """Read to its end: the given end offset, or the log's end (partition EOF)."""
     LOST = "lost"
@@ -99,10 +99,10 @@ class Outcome(StrEnum):
 
 
 @dataclass(frozen=True)
-class PartitionResult:
+class PartitionRead:
     topic: str
     partition: int
-    outcome: Outcome
+    outcome: ReadOutcome
     position: int
     """The next offset to read: past the last record delivered, or where the log ended."""
     records: int
@@ -133,14 +133,14 @@ class ReadToEnd:
         self._partitions = tuple(partitions)
         self._timeout_s = timeout_s
         self._batch_size = batch_size
-        self._results: dict[tuple[str, int], PartitionResult] | None = None
+        self._results: dict[tuple[str, int], PartitionRead] | None = None
         self._done = False
         self._client_error: str | None = None
         """The last retried error of the client (not of a partition): a stalled read's reason."""
         self._logged: set[tuple[tuple[str, int] | None, int]] = set()
 
     @property
-    def results(self) -> tuple[PartitionResult, ...]:
+    def results(self) -> tuple[PartitionRead, ...]:
         if not self._done or self._results is None:
             raise RuntimeError("the read has not been iterated to its end")
         return tuple(self._results[(p.topic, p.partition)] for p in self._partitions)
@@ -153,7 +153,7 @@ class ReadToEnd:
         for wanted in self._partitions:
             progress = _Progress(wanted)
             if wanted.end is not None and 0 <= wanted.end <= wanted.start:
-                self._results[progress.key] = progress.result(Outcome.END)
+                self._results[progress.key] = progress.result(ReadOutcome.END)
             else:
                 open_[progress.key] = progress
         if open_:
@@ -166,7 +166,7 @@ class ReadToEnd:
         while open_:
             if time.monotonic() > deadline:
                 for key, progress in list(open_.items()):
-                    self._end(open_, key, Outcome.STALLED, progress.last_error or self._client_error)
+                    self._end(open_, key, ReadOutcome.STALLED, progress.last_error or self._client_error)
                 break
             delivered: list[Message] = []
             ended = len(open_)
@@ -183,7 +183,7 @@ class ReadToEnd:
                 if progress.accepts(message.offset()):
                     delivered.append(message)
                 if progress.reached_end or progress.past_end(message.offset()):
-                    self._end(open_, progress.key, Outcome.END)
+                    self._end(open_, progress.key, ReadOutcome.END)
             if delivered or len(open_) < ended:
                 deadline = time.monotonic() + self._timeout_s
             if delivered:
@@ -202,20 +202,20 @@ class ReadToEnd:
         if key is None:  # the client's, not a partition's
             if permanent:
                 for open_key in list(open_):
-                    self._end(open_, open_key, Outcome.FAILED, error.str())
+                    self._end(open_, open_key, ReadOutcome.FAILED, error.str())
                 return
             self._client_error = error.str()
         elif (progress := open_.get(key)) is None:
             return  # an ended partition's
         elif code == KafkaError._PARTITION_EOF:
             progress.log_end = offset
-            self._end(open_, key, Outcome.END)
+            self._end(open_, key, ReadOutcome.END)
             return
         elif code in _LOST:
-            self._end(open_, key, Outcome.LOST, error.str())
+            self._end(open_, key, ReadOutcome.LOST, error.str())
             return
         elif permanent:
-            self._end(open_, key, Outcome.FAILED, error.str())
+            self._end(open_, key, ReadOutcome.FAILED, error.str())
             return
         else:
             progress.last_error = error.str()
@@ -228,7 +228,7 @@ class ReadToEnd:
         self,
         open_: dict[tuple[str, int], _Progress],
         key: tuple[str, int],
-        outcome: Outcome,
+        outcome: ReadOutcome,
         error: str | None = None,
     ) -> None:
         """Record how the partition ended and stop fetching it (the others go on)."""
@@ -265,6 +265,6 @@ class _Progress:
     def reached_end(self) -> bool:
         return self.end is not None and self.position >= self.end
 
-    def result(self, outcome: Outcome, error: str | None = None) -> PartitionResult:
+    def result(self, outcome: ReadOutcome, error: str | None = None) -> PartitionRead:
         position = self.position if self.log_end is None else max(self.position, self.log_end)
-        return PartitionResult(*self.key, outcome, position, self.records, self.log_end, error)
+        return PartitionRead(*self.key, outcome, position, self.records, self.log_end, error)

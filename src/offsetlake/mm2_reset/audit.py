@@ -34,7 +34,7 @@ class AuditedRequest(Protocol):
     def execute(self) -> bool: ...
 
 
-class Mode(StrEnum):
+class ResetMode(StrEnum):
     DRY_RUN = "dry_run"
     EXECUTE = "execute"
 
@@ -85,7 +85,7 @@ Row = TypeVar("Row", ResetRow, RestResetRow)
 
 
 def _mode(request: AuditedRequest) -> str:
-    return (Mode.EXECUTE if request.execute else Mode.DRY_RUN).value
+    return (ResetMode.EXECUTE if request.execute else ResetMode.DRY_RUN).value
 
 
 def tombstone_records(

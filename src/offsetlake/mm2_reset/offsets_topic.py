@@ -12,7 +12,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException
 from offsetlake.errors import ExternalError, UsageError
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka import clients
-from offsetlake.kafka.read_to_end import Outcome, PartitionResult, PartitionToRead, ReadToEnd
+from offsetlake.kafka.read_to_end import PartitionRead, PartitionToRead, ReadOutcome, ReadToEnd
 from offsetlake.mm2_reset.plan import (
     ResetRow,
     StoredKey,
@@ -53,12 +53,12 @@ def read_offsets_topic(
     return partitions, sorted(newest.values(), key=lambda s: (s.partition, s.kafka_offset))
 
 
-def require_read_whole(topic: str, results: Sequence[PartitionResult], timeout_s: float) -> None:
+def require_read_whole(topic: str, results: Sequence[PartitionRead], timeout_s: float) -> None:
     """A key's newest record may be in the part not read: a partition not read to its end is an error."""
     for result in results:
-        if result.outcome in (Outcome.FAILED, Outcome.LOST):
+        if result.outcome in (ReadOutcome.FAILED, ReadOutcome.LOST):
             raise ResetError(f"reading {topic}[{result.partition}]: {result.error}")
-    stalled = [result.partition for result in results if result.outcome is Outcome.STALLED]
+    stalled = [result.partition for result in results if result.outcome is ReadOutcome.STALLED]
     if stalled:
         raise ResetError(
             f"{topic}: not read to its end, no progress for {timeout_s:g} s (partitions {stalled})"
