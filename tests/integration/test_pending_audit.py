@@ -86,14 +86,14 @@ def test_queries_find_an_audit_table_and_are_told_when_it_cannot_be_made(
     """No run audited yet: an empty apply_audit, not TABLE_OR_VIEW_NOT_FOUND. Files no table owns
     where it would live (an append that died creating it): the reason, for the queries' output."""
     schema = schema_name(unique_name, "empty_audit")
-    assert fold_before_queries(spark, tmp_path, schema) is None
+    assert fold_before_queries(spark, LocalHome(tmp_path), schema) is None
     assert spark.sql(f"SELECT count(*) FROM `{schema}`.apply_audit").first()[0] == 0
 
     orphaned = schema_name(unique_name, "orphaned_audit")
     location = warehouse_of(spark) / f"{orphaned}.db" / "apply_audit"
     location.mkdir(parents=True)
     (location / "part-00000.parquet").write_bytes(b"PAR1")
-    reason = fold_before_queries(spark, tmp_path, orphaned)
+    reason = fold_before_queries(spark, LocalHome(tmp_path), orphaned)
     assert reason is not None
     assert reason.startswith(f"`{orphaned}`.`apply_audit` could not be created ([LOCATION_ALREADY_EXISTS]")
 
