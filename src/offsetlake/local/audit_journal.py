@@ -168,7 +168,7 @@ def fold_before_queries(spark: SparkSession, home: LocalHome, schema: str) -> st
 
 
 def create_audit_table(spark: SparkSession, schema: str) -> None:
-    """``<schema>.apply_audit``, empty, unless it exists: Parquet, which the Arrow store reads, and
+    """``<schema>.apply_audit``, empty, unless it exists: Parquet, which the local gold store reads, and
     by DDL, which writes no data. (Created by an append instead, Spark writes the data before it
     registers the table: a crash in between leaves files no table owns, and every later create
     there fails with LOCATION_ALREADY_EXISTS.)"""
