@@ -1,4 +1,4 @@
-"""Benchmark: reading gold without a JVM (offsetlake.apply.arrow_store.ArrowGoldStore).
+"""Benchmark: reading gold without a JVM (offsetlake.local.warehouse_gold.LocalGoldStore).
 
 Writes a synthetic ``latest_offsets`` of ``--groups`` x ``--topics`` x ``--partitions`` rows
 (default 10,000 x 10 x 10 = 1,000,000 group-partitions) with pyarrow into a temporary warehouse,
@@ -37,8 +37,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from offsetlake.apply.arrow_store import ArrowGoldStore, open_table
 from offsetlake.apply.planner import Selection
+from offsetlake.local.home import LocalHome
+from offsetlake.local.warehouse_gold import LocalGoldStore, open_table
 from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
 
@@ -127,8 +128,8 @@ def main() -> int:
         f"load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}, pyarrow {pa.__version__}"
     )
     with tempfile.TemporaryDirectory(prefix="bench-gold-read-") as temporary:
-        home = Path(temporary)
-        schema_dir = home / "warehouse" / "offsetlake.db"
+        home = LocalHome(Path(temporary))
+        schema_dir = home.schema_dir
         started = time.perf_counter()
         history = gold_columns(args.groups, args.topics, args.partitions, METHODS[-1], int96)
         latest = pa.table(
@@ -151,19 +152,19 @@ def main() -> int:
         print(f"written in {time.perf_counter() - started:.1f} s; latest_offsets {size / 2**20:.1f} MiB")
         del latest, history, history_table, methods
 
-        store = ArrowGoldStore(home)
+        store = LocalGoldStore(home)
         dataset = open_table(schema_dir / LATEST_OFFSETS.name)
         assert dataset is not None
         timed("latest_offsets as an Arrow table only", args.repeat, lambda: dataset.to_table().num_rows)
-        timed("ArrowGoldStore.latest_offsets()", args.repeat, store.latest_offsets)
+        timed("LocalGoldStore.latest_offsets()", args.repeat, store.latest_offsets)
         timed(
             "latest_offsets(Selection(groups='app-42'))",
             args.repeat,
             lambda: store.latest_offsets(Selection(groups="app-42")),
         )
         as_of = NOW + timedelta(seconds=1)
-        timed("ArrowGoldStore.offsets_as_of(now)", args.repeat, lambda: store.offsets_as_of(as_of))
-        timed("ArrowGoldStore.count_translations()", args.repeat, store.count_translations)
+        timed("LocalGoldStore.offsets_as_of(now)", args.repeat, lambda: store.offsets_as_of(as_of))
+        timed("LocalGoldStore.count_translations()", args.repeat, store.count_translations)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {peak:.0f} MiB; load average at the end {os.getloadavg()[0]:.1f}")
     return 0

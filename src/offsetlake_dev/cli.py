@@ -15,8 +15,7 @@ from pathlib import Path
 from offsetlake.cli import render
 from offsetlake.cli.main import FORCED_EXIT_AFTER_S
 from offsetlake.errors import StopSignalError
-from offsetlake.local.clusters import CLUSTERS_FILE
-from offsetlake.local.home import local_home
+from offsetlake.local.home import LocalHome
 from offsetlake.local.processes import call_interruptibly, forced_exit_after, terminate_descendants
 from offsetlake_dev.demo import handle_demo
 from offsetlake_dev.local_cluster import (
@@ -90,7 +89,7 @@ def _up(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     for cluster in pair:
         print(f"{cluster.name}: {cluster.bootstrap_servers} (pid {cluster.pid}, log {cluster.log_path})")
-    print(f"local clusters up in {elapsed:.2f} s (state in {local_home() / CLUSTERS_FILE})")
+    print(f"local clusters up in {elapsed:.2f} s (state in {LocalHome.resolve().clusters_file})")
     return 0
 
 

@@ -18,6 +18,7 @@ skipped), and the records read again are counted. Exit status 1 if any check fai
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -36,12 +37,14 @@ from confluent_kafka.admin import AdminClient
 from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import ActiveGroupPolicy
 from offsetlake.cli import render
+from offsetlake.cli.stores import gold_store_for
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.kafka import admin as kafka_admin
-from offsetlake.local.home import HOME_ENV, local_home
+from offsetlake.local.audit_journal import fold_journal
+from offsetlake.local.home import HOME_ENV, LOCAL_SCHEMA, LocalHome, local_home
 from offsetlake.local.pipeline_run import run_pipeline
-from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
+from offsetlake.local.spark import get_local_spark
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
@@ -225,7 +228,7 @@ def _run_scenario(home: Path, clusters: ClusterPair, progress: Progress) -> int:
         f"joining a live consumer to {ACTIVE.name} on the target (it keeps running during the apply)"
     )
     with active_member(target, ACTIVE.name, remote_topics):
-        apply_ok = _plan_and_apply(target, progress)
+        apply_ok = _plan_and_apply(home, target, progress)
 
     progress.step("verifying: one real consumer per applied group joins it on the target and reads on")
     verdicts = _verify_resumed_groups(target, simulator, committed, remote_topics)
@@ -350,9 +353,11 @@ def _show_groups(positions: SourcePositions, progress: Progress) -> None:
     )
 
 
-def _plan_and_apply(target: str, progress: Progress) -> bool:
-    """`offsetlake plan`, then `offsetlake apply --active-group-policy skip`; True if apply succeeded."""
+def _plan_and_apply(home: Path, target: str, progress: Progress) -> bool:
+    """`offsetlake plan`, then `offsetlake apply --active-group-policy skip`; True if apply succeeded.
+    Their audit, written without Spark, is then folded into apply_audit (the demo's session is open)."""
     ok = True
+    layout = LocalHome(home)
     for command in ("plan", "apply"):
         request = ApplyRequest(
             dry_run=command == "plan",
@@ -360,12 +365,14 @@ def _plan_and_apply(target: str, progress: Progress) -> bool:
             active_group_policy=ActiveGroupPolicy.SKIP,
         )
         progress.step(f"offsetlake {command} --target-bootstrap-servers {target} --active-group-policy skip")
-        result = run_apply(request)
+        with contextlib.closing(gold_store_for(request, layout)) as store:
+            result = run_apply(request, store=store)
         out, err = render.apply_report(result)
         progress.block("\n".join(out + err))
         if result.status is not ApplyStatus.OK:
             progress.step(f"offsetlake {command} exited with status {int(result.status)}")
             ok = False
+    fold_journal(get_local_spark(home), layout)
     return ok
 
 

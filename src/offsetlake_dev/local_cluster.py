@@ -29,8 +29,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offsetlake.errors import UsageError
-from offsetlake.local.clusters import CLUSTERS_FILE, START_HINT
-from offsetlake.local.home import local_home
+from offsetlake.local.clusters import START_HINT
+from offsetlake.local.home import LocalHome, local_home
 
 CLUSTER_NAMES: tuple[str, str] = ("source", "target")
 DEFAULT_PORTS: Mapping[str, int] = {"source": 19092, "target": 29092}
@@ -115,7 +115,7 @@ def start_clusters(
         stop_clusters(home, timeout_s=timeout_s)  # a half-dead pair: start both afresh
 
     binary = _broker_binary()
-    logs_dir = home / "logs"
+    logs_dir = LocalHome(home).logs_dir
     logs_dir.mkdir(parents=True, exist_ok=True)
     started: list[KafkaCluster] = []
     try:
@@ -151,7 +151,7 @@ def stop_clusters(home: Path | None = None, *, timeout_s: float = 10.0) -> list[
     if recorded is None:
         return []
     stopped = [cluster.name for cluster in recorded if _terminate(cluster, timeout_s)]
-    (home / CLUSTERS_FILE).unlink(missing_ok=True)
+    LocalHome(home).clusters_file.unlink(missing_ok=True)
     return stopped
 
 
@@ -177,7 +177,7 @@ def load_clusters(home: Path | None = None) -> ClusterPair:
     home = home or local_home()
     recorded = _read_state(home)
     if recorded is None:
-        raise LocalBrokerError(f"no local clusters recorded in {home / CLUSTERS_FILE}: {START_HINT}")
+        raise LocalBrokerError(f"no local clusters recorded in {LocalHome(home).clusters_file}: {START_HINT}")
     return recorded
 
 
@@ -425,14 +425,14 @@ def _log_tail(log_path: str | None) -> str:
 def _write_state(home: Path, pair: ClusterPair) -> None:
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     state = {cluster.name: {**asdict(cluster), "started_at": started_at} for cluster in pair}
-    path = home / CLUSTERS_FILE
+    path = LocalHome(home).clusters_file
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(state, indent=2) + "\n")
     temporary.replace(path)  # readers never see a half-written file
 
 
 def _read_state(home: Path) -> ClusterPair | None:
-    path = home / CLUSTERS_FILE
+    path = LocalHome(home).clusters_file
     try:
         state = json.loads(path.read_text())
     except FileNotFoundError:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake.local.locks import RUN_LOCK
+from offsetlake.local.home import LocalHome
 from offsetlake_dev.local_cluster import paused
 from tests.e2e.replicated_pair import GROUPS, PARTITIONS, Pair, replicated_pair
 
@@ -104,7 +104,7 @@ def test_a_failover_beside_the_sync_loop_goes_first_and_applies_every_partition(
     assert set(expected) == {(group, p) for group in GROUPS for p in range(PARTITIONS)}
     with paused(pair.clusters.source):
         deadline = time.monotonic() + 120
-        while not (pair.home / RUN_LOCK).read_text().strip():  # the loop's next update is running
+        while not LocalHome(pair.home).run_lock.read_text().strip():  # the loop's next update is running
             assert time.monotonic() < deadline, "".join(loop.lines)[-4000:]
             time.sleep(0.1)
         started = time.monotonic()

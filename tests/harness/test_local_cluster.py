@@ -23,9 +23,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from offsetlake.local.clusters import START_HINT
+from offsetlake.local.home import LocalHome
 from offsetlake_dev.cli import main
 from offsetlake_dev.local_cluster import (
-    CLUSTERS_FILE,
     ClusterState,
     KafkaCluster,
     LocalBrokerError,
@@ -63,7 +63,7 @@ def test_cli_up_status_down(offsetlake_home: Path, capsys: pytest.CaptureFixture
     assert "local clusters up in" in up_output
     assert pair.source.port != pair.target.port
     assert all(_broker_answers(cluster.bootstrap_servers) for cluster in pair)
-    recorded = json.loads((offsetlake_home / CLUSTERS_FILE).read_text())
+    recorded = json.loads(LocalHome(offsetlake_home).clusters_file.read_text())
     assert recorded["source"]["pid"] == pair.source.pid
     assert recorded["target"]["started_at"]
 
@@ -91,7 +91,7 @@ def test_cli_up_status_down(offsetlake_home: Path, capsys: pytest.CaptureFixture
     assert main(["local", "down"]) == 0
     assert "stopped: source, target" in capsys.readouterr().out
     assert all(cluster.pid is not None and _process_gone(cluster.pid) for cluster in pair)
-    assert not (offsetlake_home / CLUSTERS_FILE).exists()
+    assert not LocalHome(offsetlake_home).clusters_file.exists()
 
     assert main(["local", "status"]) == 1
     assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]] == [
@@ -154,12 +154,12 @@ def test_stop_leaves_a_recycled_pid_alone(offsetlake_home: Path) -> None:
             name: asdict(KafkaCluster(name, f"127.0.0.1:{port}", port, bystander.pid, None))
             for name, port in (("source", 19092), ("target", 29092))
         }
-        (offsetlake_home / CLUSTERS_FILE).write_text(json.dumps(recorded))
+        LocalHome(offsetlake_home).clusters_file.write_text(json.dumps(recorded))
 
         assert [status.state for status in cluster_status(offsetlake_home)] == [ClusterState.STOPPED] * 2
         assert stop_clusters(offsetlake_home) == []
         assert bystander.poll() is None
-        assert not (offsetlake_home / CLUSTERS_FILE).exists()
+        assert not LocalHome(offsetlake_home).clusters_file.exists()
     finally:
         bystander.kill()
         bystander.wait()
@@ -182,7 +182,7 @@ def test_a_broker_that_dies_on_start_is_reported_with_its_log(
 
     with pytest.raises(LocalBrokerError, match=r"source broker exited(.|\n)*storage engine exploded"):
         start_clusters(offsetlake_home, preferred_ports=None)
-    assert not (offsetlake_home / CLUSTERS_FILE).exists()
+    assert not LocalHome(offsetlake_home).clusters_file.exists()
 
 
 def test_a_broker_that_never_answers_is_stopped(
@@ -195,7 +195,7 @@ def test_a_broker_that_never_answers_is_stopped(
         start_clusters(offsetlake_home, timeout_s=1.0, preferred_ports=None)
     assert time.monotonic() - started < 1.0 + 5.0
     assert _process_gone(int(pid_file.read_text()))
-    assert not (offsetlake_home / CLUSTERS_FILE).exists()
+    assert not LocalHome(offsetlake_home).clusters_file.exists()
 
 
 def test_a_lost_port_race_is_retried_on_other_ports(

@@ -36,16 +36,17 @@ from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply import audit
 from offsetlake.apply import job as apply_job
-from offsetlake.apply.arrow_store import ArrowGoldStore
 from offsetlake.apply.job import ApplyRequest, ApplyStatus
-from offsetlake.apply.pending_audit import fold_pending_audit
 from offsetlake.apply.planner import TargetState
 from offsetlake.apply.store import GoldStore, SparkGoldStore
+from offsetlake.cli import stores
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka.secrets import SecretsProvider
-from offsetlake.local.spark import LOCAL_SCHEMA
+from offsetlake.local.audit_journal import fold_journal
+from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
+from offsetlake.local.warehouse_gold import LocalGoldStore
 from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
@@ -127,16 +128,16 @@ class ApplyHarness:
         """Where the test session's Spark keeps its tables (the Arrow store reads them there)."""
         return Path(spark_warehouse(self.spark))
 
-    def gold_store(self, request: ApplyRequest) -> GoldStore:
-        """The store the commands use (replaces apply.job.gold_store_for)."""
+    def gold_store(self, request: ApplyRequest, home: LocalHome | None) -> GoldStore:
+        """The store the commands use (replaces cli.stores.gold_store_for)."""
         schema = request.schema or LOCAL_SCHEMA
         if self.store == "spark":
             return SparkGoldStore(self.spark, schema, request.catalog)
-        return ArrowGoldStore(self.home, schema, warehouse=self.warehouse)
+        return LocalGoldStore(LocalHome(self.home), schema, warehouse=self.warehouse)
 
     def fold_audit(self) -> None:
-        """Pending audit rows (Arrow store) into apply_audit, as a local Spark session starts with."""
-        fold_pending_audit(self.spark, self.home)
+        """Journal rows (local store) into apply_audit, as a local command reading it folds them first."""
+        fold_journal(self.spark, LocalHome(self.home))
 
     def write_latest(self, translations: Sequence[Translation]) -> None:
         """``latest_offsets`` as the pipeline writes it (pipeline/tables.py), one row per translation."""
@@ -213,7 +214,7 @@ def harness(
     schema = unique_name("apply").replace("-", "_").replace(".", "_")
     store = getattr(request, "param", "arrow")
     harness = ApplyHarness(spark, schema, target_bootstrap, offsetlake_home, store)
-    monkeypatch.setattr(apply_job, "gold_store_for", harness.gold_store)
+    monkeypatch.setattr(stores, "gold_store_for", harness.gold_store)
     return harness
 
 
@@ -893,13 +894,14 @@ def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_ro
 APPLY_IN_A_CHILD = """
 import sys
 from pathlib import Path
-from offsetlake.apply import job
+from offsetlake.cli import stores
 from offsetlake.cli.main import main
-from offsetlake.apply.arrow_store import ArrowGoldStore
-from offsetlake.local.home import local_home
+from offsetlake.local.warehouse_gold import LocalGoldStore
+from offsetlake.local.home import LocalHome
 
 warehouse, schema, *argv = sys.argv[1:]
-job.gold_store_for = lambda request: ArrowGoldStore(local_home(), schema, warehouse=Path(warehouse))
+local = LocalHome.resolve()
+stores.gold_store_for = lambda request, home: LocalGoldStore(local, schema, warehouse=Path(warehouse))
 sys.exit(main(argv))
 """
 CHILD_WITHIN_S = 300.0

@@ -1,5 +1,5 @@
 """The two gold stores agree: gold tables written by Spark, read by SparkGoldStore (Databricks, and a
-local run that names a catalog) and by ArrowGoldStore (a local run: pyarrow, no JVM); every method,
+local run that names a catalog) and by LocalGoldStore (a local run: pyarrow, no JVM); every method,
 value for value, with Spark's timestamps written as INT96 (its default) and as TIMESTAMP_MICROS.
 The audit an Arrow run leaves pending is folded into apply_audit through Spark, once."""
 
@@ -18,13 +18,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from offsetlake.apply import audit
-from offsetlake.apply.arrow_store import ArrowGoldStore
 from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import GoldTableError
-from offsetlake.apply.pending_audit import fold_pending_audit, pending_audit_dir, pending_files
 from offsetlake.apply.planner import Action, GoldOffset, PlanRow, Selection
 from offsetlake.apply.store import GoldStore, SparkGoldStore
-from offsetlake.local.home import HOME_ENV
+from offsetlake.local.audit_journal import fold_journal, journal_files
+from offsetlake.local.home import HOME_ENV, LocalHome
+from offsetlake.local.warehouse_gold import LocalGoldStore
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
@@ -167,9 +167,11 @@ def warehouse_of(spark: SparkSession) -> Path:
     return Path(warehouse.removeprefix("file:"))
 
 
-def stores(spark: SparkSession, schema: str, home: Path) -> tuple[SparkGoldStore, ArrowGoldStore]:
+def stores(spark: SparkSession, schema: str, home: Path) -> tuple[SparkGoldStore, LocalGoldStore]:
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
-    return SparkGoldStore(spark, schema), ArrowGoldStore(home, schema, warehouse=warehouse_of(spark))
+    return SparkGoldStore(spark, schema), LocalGoldStore(
+        LocalHome(home), schema, warehouse=warehouse_of(spark)
+    )
 
 
 def write(spark: SparkSession, schema: str, spec: TableSpec, rows: list[tuple[Any, ...]]) -> None:
@@ -316,7 +318,7 @@ def test_the_audit_pending_in_arrow_is_read_alike_and_folded_once(
     assert spark_store.append_audit(first) == len(first)
     second = audit_records("run-2", at(20), at(19))
     assert arrow_store.append_audit(second) == len(second)
-    assert [path.name for path in pending_files(tmp_path, schema)] == [
+    assert [path.name for path in journal_files(LocalHome(tmp_path), schema)] == [
         "run-2.plan.parquet",
         "run-2.result.parquet",
     ]
@@ -325,8 +327,8 @@ def test_the_audit_pending_in_arrow_is_read_alike_and_folded_once(
     assert applied == {("app", "east.orders", 0): audit.LastApplied(at(1), at(20))}
     assert spark_store.last_applied() == {("app", "east.orders", 0): audit.LastApplied(at(1), at(10))}
 
-    assert fold_pending_audit(spark, tmp_path) == 2
-    assert pending_files(tmp_path, schema) == []
+    assert fold_journal(spark, LocalHome(tmp_path)) == 2
+    assert journal_files(LocalHome(tmp_path), schema) == []
     assert spark_store.last_applied() == arrow_store.last_applied() == applied
     assert arrow_store.last_applied(Selection(groups="billing")) == spark_store.last_applied(
         Selection(groups="billing")
@@ -337,12 +339,12 @@ def test_the_audit_pending_in_arrow_is_read_alike_and_folded_once(
     # A fold that died after its append, before removing the file: the next one only removes it.
     third = audit_records("run-3", at(30), at(29))
     arrow_store.append_audit(third)
-    kept = {path: path.read_bytes() for path in pending_files(tmp_path, schema)}
-    assert fold_pending_audit(spark, tmp_path) == 2
+    kept = {path: path.read_bytes() for path in journal_files(LocalHome(tmp_path), schema)}
+    assert fold_journal(spark, LocalHome(tmp_path)) == 2
     for path, content in kept.items():
         path.write_bytes(content)
-    assert fold_pending_audit(spark, tmp_path) == 2
-    assert fold_pending_audit(spark, tmp_path) == 0
+    assert fold_journal(spark, LocalHome(tmp_path)) == 2
+    assert fold_journal(spark, LocalHome(tmp_path)) == 0
     rows = spark.sql(f"SELECT * FROM `{schema}`.apply_audit WHERE run_id = 'run-3'").collect()
     assert len(rows) == len(third)
     assert spark_store.last_applied() == arrow_store.last_applied()
@@ -355,12 +357,12 @@ def test_a_schema_that_never_had_an_audit_table_gets_one_when_folded(
     spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     schema = schema_name(unique_name, "new_audit")
-    arrow_store = ArrowGoldStore(tmp_path, schema, warehouse=warehouse_of(spark))
+    arrow_store = LocalGoldStore(LocalHome(tmp_path), schema, warehouse=warehouse_of(spark))
     records = audit_records("run-1", at(10), at(9))
     arrow_store.append_audit(records)
-    assert pending_audit_dir(tmp_path, schema).is_dir()
+    assert LocalHome(tmp_path).audit_journal_for(schema).is_dir()
 
-    assert fold_pending_audit(spark, tmp_path) == 2
+    assert fold_journal(spark, LocalHome(tmp_path)) == 2
 
     assert spark.sql(f"SELECT count(*) FROM `{schema}`.apply_audit").first()[0] == len(records)
     assert SparkGoldStore(spark, schema).last_applied() == arrow_store.last_applied() != {}
@@ -369,11 +371,11 @@ def test_a_schema_that_never_had_an_audit_table_gets_one_when_folded(
 # A local Spark session on a real home (Hive metastore in Derby), as every local command takes it.
 QUERY_THROUGH_THE_SESSION = """
 import json, sys
-from offsetlake.jobs.session import fold_local_audit, get_spark
+from offsetlake.cli.stores import spark_for_audit
+from offsetlake.local.home import LocalHome
 from offsetlake.local.spark import stop_local_spark
 
-spark = get_spark()
-fold_local_audit(spark)
+spark = spark_for_audit(LocalHome.resolve())
 rows = spark.sql("SELECT run_id, stage, count(*) FROM offsetlake.apply_audit GROUP BY 1, 2 ORDER BY 1, 2")
 print(json.dumps([list(row) for row in rows.collect()]))
 stop_local_spark()
@@ -381,9 +383,10 @@ stop_local_spark()
 
 
 def test_a_local_spark_session_sees_the_rows_a_run_without_spark_audited(tmp_path: Path) -> None:
-    """offsetlake.jobs.session folds the pending audit into the local session it handed out."""
+    """A local command's explicit step (cli/stores.spark_for_audit) folds the journal into the
+    session it opens before reading apply_audit."""
     home = tmp_path / "home"
-    store: GoldStore = ArrowGoldStore(home)
+    store: GoldStore = LocalGoldStore(LocalHome(home))
     store.append_audit(audit_records("run-1", at(10), at(9)))
     store.append_audit(audit_records("run-2", at(20), at(19)))
 
@@ -403,7 +406,7 @@ def test_a_local_spark_session_sees_the_rows_a_run_without_spark_audited(tmp_pat
         == '[["run-1", "plan", 3], ["run-1", "result", 3], ["run-2", "plan", 3], ["run-2", "result", 3]]'
     )
     assert list((home / "audit-pending" / "offsetlake").iterdir()) == []
-    assert ArrowGoldStore(home).last_applied() == {
+    assert LocalGoldStore(LocalHome(home)).last_applied() == {
         ("app", "east.orders", 0): audit.LastApplied(at(1), at(20))
     }
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake.local.home import HOME_ENV
-from offsetlake.local.spark import SPARK_LOG
+from offsetlake.local.home import HOME_ENV, LocalHome
 
 pytestmark = pytest.mark.spark
 
@@ -39,7 +38,7 @@ def test_the_jvm_banner_goes_to_the_log_file_not_the_terminal(tmp_path: Path) ->
     for line in BANNER:
         assert line not in completed.stderr
         assert line not in completed.stdout
-    logged = (tmp_path / SPARK_LOG).read_text(encoding="utf-8")
+    logged = LocalHome(tmp_path).spark_log.read_text(encoding="utf-8")
     assert "Setting default log level" in logged
 
 

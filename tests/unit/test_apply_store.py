@@ -1,4 +1,4 @@
-"""The gold store without Spark: ArrowGoldStore on Parquet files pyarrow writes as Spark does (INT96
+"""The gold store without Spark: LocalGoldStore on Parquet files pyarrow writes as Spark does (INT96
 or microsecond timestamps), the pending audit's files (named per batch, written atomically), the
 home's pipeline lock, and run_apply on a store a test hands it."""
 
@@ -12,20 +12,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offsetlake.apply import audit, pending_audit
-from offsetlake.apply.arrow_store import ArrowGoldStore
+from offsetlake.apply import audit
 from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
-from offsetlake.apply.pending_audit import (
-    AUDIT_SCHEMA,
-    fold_pending_audit,
-    pending_file_name,
-    pending_files,
-    write_pending_audit,
-)
 from offsetlake.apply.planner import Action, PlanRow, Selection
 from offsetlake.apply.reasons import NoTranslation
 from offsetlake.apply.store import GoldStore
+from offsetlake.local import audit_journal
+from offsetlake.local.audit_journal import (
+    AUDIT_SCHEMA,
+    fold_journal,
+    journal_file_name,
+    journal_files,
+    write_journal,
+)
+from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, pipeline_run_lock
+from offsetlake.local.warehouse_gold import LocalGoldStore
 from offsetlake.pipeline.tables import LATEST_OFFSETS
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -78,14 +80,16 @@ def test_int96_and_microsecond_files_of_one_table_read_as_the_same_utc_instants(
     (table_dir / "_SUCCESS").touch()
     (table_dir / ".part-00000.parquet.crc").write_bytes(b"not parquet")
 
-    offsets = sorted(ArrowGoldStore(tmp_path).latest_offsets(), key=lambda offset: offset.consumer_group)
+    offsets = sorted(
+        LocalGoldStore(LocalHome(tmp_path)).latest_offsets(), key=lambda offset: offset.consumer_group
+    )
 
     assert [offset.source_timestamp for offset in offsets] == [T0 + timedelta(seconds=i) for i in range(3)]
     assert all(offset.observed_at == offset.source_timestamp for offset in offsets)
     assert {offset.source_timestamp.utcoffset() for offset in offsets} == {timedelta(0)}
     assert [(offset.method, offset.metadata) for offset in offsets] == [("checkpoint", "")] * 3
-    assert ArrowGoldStore(tmp_path).count_translations() == 3
-    assert len(ArrowGoldStore(tmp_path).latest_offsets(Selection(groups="app-1|app-9"))) == 1
+    assert LocalGoldStore(LocalHome(tmp_path)).count_translations() == 3
+    assert len(LocalGoldStore(LocalHome(tmp_path)).latest_offsets(Selection(groups="app-1|app-9"))) == 1
 
 
 def test_a_table_without_data_files_reads_as_empty(tmp_path: Path) -> None:
@@ -93,50 +97,50 @@ def test_a_table_without_data_files_reads_as_empty(tmp_path: Path) -> None:
     table_dir.mkdir(parents=True)
     (table_dir / "_SUCCESS").touch()
 
-    assert ArrowGoldStore(tmp_path).latest_offsets() == []
-    assert ArrowGoldStore(tmp_path).count_translations() == 0
+    assert LocalGoldStore(LocalHome(tmp_path)).latest_offsets() == []
+    assert LocalGoldStore(LocalHome(tmp_path)).count_translations() == 0
 
 
 def test_gold_is_not_read_while_a_pipeline_update_runs_on_the_home(tmp_path: Path) -> None:
     with pipeline_run_lock(tmp_path), pytest.raises(HomeInUseError, match="in use by a pipeline update"):
-        ArrowGoldStore(tmp_path).latest_offsets()
-    assert ArrowGoldStore(tmp_path).latest_offsets() == []
+        LocalGoldStore(LocalHome(tmp_path)).latest_offsets()
+    assert LocalGoldStore(LocalHome(tmp_path)).latest_offsets() == []
 
 
 def test_each_audit_batch_is_one_file_named_by_run_and_stage(tmp_path: Path) -> None:
     plan, results = records("run-a"), records("run-a", audit.Stage.RESULT, rows=3)
 
-    written = write_pending_audit(tmp_path, "Offsetlake", plan + results)
+    written = write_journal(LocalHome(tmp_path), "Offsetlake", plan + results)
 
     directory = tmp_path / "audit-pending" / "offsetlake"
     assert [path.name for path in written] == ["run-a.plan.parquet", "run-a.result.parquet"]
-    assert pending_file_name("run-a", "plan") == "run-a.plan.parquet"
+    assert journal_file_name("run-a", "plan") == "run-a.plan.parquet"
     assert sorted(path.name for path in directory.iterdir()) == ["run-a.plan.parquet", "run-a.result.parquet"]
     table = pq.read_table(directory / "run-a.result.parquet")
     assert table.schema.equals(AUDIT_SCHEMA)
     assert table.num_rows == 3
     assert table.column("run_started_at").to_pylist() == [T0] * 3
-    assert pending_files(tmp_path, "offsetlake") == sorted(written)
+    assert journal_files(LocalHome(tmp_path), "offsetlake") == sorted(written)
 
     # The same batch written again replaces its file: never twice the rows.
-    write_pending_audit(tmp_path, "offsetlake", plan)
+    write_journal(LocalHome(tmp_path), "offsetlake", plan)
     assert pq.read_table(directory / "run-a.plan.parquet").num_rows == len(plan)
 
 
 def test_an_audit_write_that_dies_leaves_no_file_and_no_half_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_pending_audit(tmp_path, "offsetlake", records("run-a"))
+    write_journal(LocalHome(tmp_path), "offsetlake", records("run-a"))
     before = (tmp_path / "audit-pending" / "offsetlake" / "run-a.plan.parquet").read_bytes()
 
     def dies_half_way(table: pa.Table, where: Any, **kwargs: Any) -> None:
         where.write(b"PAR1 half a file")
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(pending_audit.pq, "write_table", dies_half_way)
+    monkeypatch.setattr(audit_journal.pq, "write_table", dies_half_way)
     for run_id in ("run-a", "run-b"):
         with pytest.raises(OSError, match="No space left"):
-            write_pending_audit(tmp_path, "offsetlake", records(run_id))
+            write_journal(LocalHome(tmp_path), "offsetlake", records(run_id))
 
     directory = tmp_path / "audit-pending" / "offsetlake"
     assert [path.name for path in directory.iterdir()] == ["run-a.plan.parquet"]
@@ -144,7 +148,7 @@ def test_an_audit_write_that_dies_leaves_no_file_and_no_half_file(
 
 
 def test_pending_audit_rows_are_the_arrow_stores_audit(tmp_path: Path) -> None:
-    store = ArrowGoldStore(tmp_path)
+    store = LocalGoldStore(LocalHome(tmp_path))
     info = audit.RunInfo("run-a", audit.Mode.APPLY, T0, None)
     row = PlanRow(
         "east", "app", "orders", 0, 5, 5, 3, Action.APPLY, "r", T0 - timedelta(minutes=1), "checkpoint"
@@ -170,11 +174,11 @@ def test_an_unreadable_pending_file_is_set_aside_not_deleted(
     directory.mkdir(parents=True)
     (directory / "run-x.plan.parquet").write_bytes(b"garbage")
 
-    assert fold_pending_audit(None, tmp_path) == 0  # type: ignore[arg-type]  # nothing left to fold
+    assert fold_journal(None, LocalHome(tmp_path)) == 0  # type: ignore[arg-type]  # nothing left to fold
 
     assert [path.name for path in directory.iterdir()] == ["run-x.plan.parquet.unreadable"]
     assert "cannot be folded" in capsys.readouterr().err
-    assert ArrowGoldStore(tmp_path).last_applied() == {}
+    assert LocalGoldStore(LocalHome(tmp_path)).last_applied() == {}
 
 
 class EmptyGold:

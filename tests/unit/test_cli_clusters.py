@@ -11,10 +11,10 @@ import pytest
 from offsetlake.cli.clusters import NoTargetError, resolve_clusters
 from offsetlake.cli.main import build_parser
 from offsetlake.errors import UsageError
-from offsetlake.jobs.session import RUNTIME_ENV
 from offsetlake.kafka.secrets import PROPERTIES_ENV
 from offsetlake.local.clusters import ClustersFileError
 from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.runtime import RUNTIME_ENV
 
 
 class ScopeKeys:

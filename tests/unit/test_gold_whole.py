@@ -18,16 +18,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offsetlake.apply import job
-from offsetlake.apply.arrow_store import ArrowGoldStore, committed_files
 from offsetlake.apply.gold import GoldTableError
 from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import Selection
 from offsetlake.cli import pipeline as cli_pipeline
+from offsetlake.cli import stores
 from offsetlake.cli.context import Context
+from offsetlake.cli.main import run_command
 from offsetlake.errors import ExternalError, InvalidValueError, StopSignalError
 from offsetlake.local.gold_guard import GoldGuard
+from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, RunLockHold, pipeline_run_lock
+from offsetlake.local.warehouse_gold import LocalGoldStore, committed_files
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.settings import PipelineSettings
@@ -116,7 +118,7 @@ def test_a_streaming_table_is_the_files_its_sink_log_commits(tmp_path: Path) -> 
     (log / ".4.9d3c.tmp").write_text("v1\n", encoding="utf-8")  # a batch being written: not committed
 
     assert sorted(committed_files(log)) == [p0, p2, p3]
-    with ArrowGoldStore(tmp_path) as store:
+    with LocalGoldStore(LocalHome(tmp_path)) as store:
         checks = {check.cluster: check for check in store.cluster_health()}
     assert sorted(checks) == ["east", "tgt"]
     assert checks["east"].checked_at == T0 + timedelta(minutes=2)
@@ -130,15 +132,21 @@ def test_a_sink_log_spark_could_not_follow_is_one_clear_error(tmp_path: Path) ->
     log = directory / "_spark_metadata"
     write_batch(log, "0", [(part, "add")])
     write_batch(log, "2", [(part, "add")])
-    with ArrowGoldStore(tmp_path) as store, pytest.raises(GoldTableError, match="lacks batch 1"):
+    with LocalGoldStore(LocalHome(tmp_path)) as store, pytest.raises(GoldTableError, match="lacks batch 1"):
         store.cluster_health()
 
     write_batch(log, "1", [(part, "add")], version="v2")
-    with ArrowGoldStore(tmp_path) as store, pytest.raises(GoldTableError, match="expected log version v1"):
+    with (
+        LocalGoldStore(LocalHome(tmp_path)) as store,
+        pytest.raises(GoldTableError, match="expected log version v1"),
+    ):
         store.cluster_health()
 
     (log / "1").write_text('v1\n{"path": "file:///x"}', encoding="utf-8")
-    with ArrowGoldStore(tmp_path) as store, pytest.raises(GoldTableError, match="line 2: not a sink log"):
+    with (
+        LocalGoldStore(LocalHome(tmp_path)) as store,
+        pytest.raises(GoldTableError, match="line 2: not a sink log"),
+    ):
         store.cluster_health()
 
 
@@ -146,16 +154,16 @@ def test_an_empty_sink_log_is_an_empty_table_whatever_lies_in_the_directory(tmp_
     directory = table_dir(tmp_path, CLUSTER_HEALTH.name)
     write_part(directory, "part-0.parquet", [health("east", 0)], CLUSTER_HEALTH.columns)
     (directory / "_spark_metadata").mkdir()
-    with ArrowGoldStore(tmp_path) as store:
+    with LocalGoldStore(LocalHome(tmp_path)) as store:
         assert store.cluster_health() == []
 
 
 def test_an_open_store_keeps_pipeline_updates_off_gold_until_it_is_closed(tmp_path: Path) -> None:
-    store = ArrowGoldStore(tmp_path)
+    store = LocalGoldStore(LocalHome(tmp_path))
     with pipeline_run_lock(tmp_path):  # nothing read yet: nothing held
         pass
     assert store.latest_offsets() == []
-    other = ArrowGoldStore(tmp_path)
+    other = LocalGoldStore(LocalHome(tmp_path))
     assert other.count_translations() == 0  # readers share the lock
     with pytest.raises(HomeInUseError, match=r"is in use by process \d+"), pipeline_run_lock(tmp_path):
         pass
@@ -171,7 +179,7 @@ def test_an_open_store_keeps_pipeline_updates_off_gold_until_it_is_closed(tmp_pa
 
 def test_a_store_may_wait_a_bounded_time_for_an_update_to_end(tmp_path: Path) -> None:
     read: list[object] = []
-    store = ArrowGoldStore(tmp_path, lock_wait_s=600)
+    store = LocalGoldStore(LocalHome(tmp_path), lock_wait_s=600)
     reader = threading.Thread(target=lambda: read.append(store.latest_offsets()))
     with pipeline_run_lock(tmp_path):
         reader.start()
@@ -183,7 +191,7 @@ def test_a_store_may_wait_a_bounded_time_for_an_update_to_end(tmp_path: Path) ->
         pass
     store.close()
 
-    waited = ArrowGoldStore(tmp_path, lock_wait_s=0.2)
+    waited = LocalGoldStore(LocalHome(tmp_path), lock_wait_s=0.2)
     with pipeline_run_lock(tmp_path), pytest.raises(HomeInUseError, match=r"\(waited 0.2 s\)"):
         waited.latest_offsets()
 
@@ -204,7 +212,7 @@ def truncated_by_a_killed_update(home: Path) -> Path:
 def test_gold_an_interrupted_update_emptied_is_put_back_before_it_is_read(tmp_path: Path) -> None:
     truncated_by_a_killed_update(tmp_path)
 
-    with ArrowGoldStore(tmp_path) as store:
+    with LocalGoldStore(LocalHome(tmp_path)) as store:
         offsets = store.latest_offsets()
 
     assert sorted(offset.consumer_group for offset in offsets) == ["app-0", "app-1", "app-2"]
@@ -216,10 +224,10 @@ def test_gold_to_put_back_while_another_reader_holds_the_home_is_refused_in_one_
     reader = RunLockHold(tmp_path)
     assert reader.take()
     with pytest.raises(HomeInUseError, match=r"an interrupted pipeline update left gold .* to be put back"):
-        ArrowGoldStore(tmp_path).latest_offsets()
+        LocalGoldStore(LocalHome(tmp_path)).latest_offsets()
     assert list(directory.glob("part-*")) == []  # untouched
     reader.close()
-    with ArrowGoldStore(tmp_path) as store:
+    with LocalGoldStore(LocalHome(tmp_path)) as store:
         assert len(store.latest_offsets()) == 3
 
 
@@ -269,7 +277,7 @@ def test_a_run_holds_the_home_from_its_first_read_and_lets_go_when_it_ends(
 ) -> None:
     refused: list[str] = []
 
-    class Watched(ArrowGoldStore):
+    class Watched(LocalGoldStore):
         def latest_offsets(self, selection: Selection | None = None) -> list[Any]:
             try:
                 with pipeline_run_lock(tmp_path):
@@ -278,10 +286,12 @@ def test_a_run_holds_the_home_from_its_first_read_and_lets_go_when_it_ends(
                 refused.append(str(error))
             return super().latest_offsets(selection)
 
-    monkeypatch.setattr(job, "gold_store_for", lambda request: Watched(tmp_path))
-    result = run_apply(ApplyRequest(dry_run=True, target_bootstrap_servers="localhost:1"))
+    monkeypatch.setattr(stores, "gold_store_for", lambda request, home: Watched(LocalHome(tmp_path)))
+    err = io.StringIO()
+    # `offsetlake plan` opens the store, runs on it, and closes it (cli/apply.py).
+    assert run_command(["plan", "--target", "localhost:1"], Context(out=io.StringIO(), err=err)) == 0
 
-    assert result.gold_rows == 0
+    assert "no translation in gold" in err.getvalue()  # gold_rows == 0
     assert len(refused) == 1
     assert "is in use by process" in refused[0]  # cluster_health, the first read, took the lock
     with pipeline_run_lock(tmp_path):
@@ -316,7 +326,7 @@ def test_the_sync_loop_skips_an_update_while_a_run_reads_gold_and_goes_on(
     monkeypatch.setattr(cli_pipeline, "WarmServer", Server)
     monkeypatch.setattr(cli_pipeline, "run_pipeline", update)
     out = io.StringIO()
-    with ArrowGoldStore(tmp_path) as reader:
+    with LocalGoldStore(LocalHome(tmp_path)) as reader:
         reader.latest_offsets()
         with pytest.raises(StopSignalError):
             cli_pipeline.run_every(
@@ -333,4 +343,4 @@ def test_the_sync_loop_skips_an_update_while_a_run_reads_gold_and_goes_on(
 def test_a_home_whose_run_lock_cannot_be_opened_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "pipeline").write_text("a file where the directory should be", encoding="utf-8")
     with pytest.raises(ExternalError, match=r"cannot open local home .*'s run lock: \[Errno"):
-        ArrowGoldStore(tmp_path).latest_offsets()
+        LocalGoldStore(LocalHome(tmp_path)).latest_offsets()

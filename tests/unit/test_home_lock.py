@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import (
-    DERBY_LOCK,
     HomeInUseError,
     check_home_free,
     pipeline_run_lock,
@@ -48,7 +48,7 @@ def holder(script: str, path: Path) -> Iterator[subprocess.Popen[str]]:
 
 def test_a_metastore_held_by_another_process_is_refused_with_its_pid(tmp_path: Path) -> None:
     check_home_free(tmp_path)  # no metastore yet
-    lock = tmp_path / DERBY_LOCK
+    lock = LocalHome(tmp_path).derby_lock
     lock.parent.mkdir()
     lock.touch()
     check_home_free(tmp_path)  # a metastore nobody holds

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from offsetlake import runtime as runtime_session
 from offsetlake.apply import job
-from offsetlake.apply.arrow_store import ArrowGoldStore
 from offsetlake.apply.store import SparkGoldStore
+from offsetlake.cli import stores
 from offsetlake.errors import ExternalError, OffsetlakeError
-from offsetlake.jobs import session as runtime_session
 from offsetlake.local import spark as local_spark
+from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
+from offsetlake.local.warehouse_gold import LocalGoldStore
 
 ENV_VARS = ("DATABRICKS_RUNTIME_VERSION", "PYSPARK_GATEWAY_PORT", "SPARK_REMOTE")
 
@@ -55,7 +57,7 @@ def _local_spark_marker(monkeypatch: pytest.MonkeyPatch) -> object:
 
 def _apply_session(catalog: str | None = None) -> object:
     """The Spark session the apply job's gold store reads through."""
-    store = job.gold_store_for(job.ApplyRequest(dry_run=True, catalog=catalog))
+    store = stores.gold_store_for(job.ApplyRequest(dry_run=True, catalog=catalog), stores.command_home())
     assert isinstance(store, SparkGoldStore)
     return store.spark
 
@@ -93,9 +95,9 @@ def test_off_databricks_the_apply_job_reads_the_local_warehouse_without_spark(
     _local_spark_forbidden(monkeypatch)
 
     assert not runtime_session.on_databricks()
-    store = job.gold_store_for(job.ApplyRequest(dry_run=True))
-    assert isinstance(store, ArrowGoldStore)
-    assert (store.home, store.schema) == (offsetlake_home, local_spark.LOCAL_SCHEMA)
+    store = stores.gold_store_for(job.ApplyRequest(dry_run=True), stores.command_home())
+    assert isinstance(store, LocalGoldStore)
+    assert (store.home, store.schema) == (LocalHome(offsetlake_home), LOCAL_SCHEMA)
     assert store.schema_dir == offsetlake_home / "warehouse" / "offsetlake.db"
 
 

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import (
-    STAND_ASIDE,
-    STAND_ASIDE_ACK,
     HomeInUseError,
     LoopDidNotStandAsideError,
     stand_aside_request,
@@ -84,8 +83,8 @@ def test_with_no_loop_the_request_waits_for_nothing_and_is_withdrawn(tmp_path: P
     with stand_aside_request(tmp_path) as aside:
         assert aside.loop is None
         assert aside.wait(timeout_s=0) == 0.0
-        assert (tmp_path / STAND_ASIDE).read_text() == f"{os.getpid()}\n"
-    assert not (tmp_path / STAND_ASIDE).exists()
+        assert LocalHome(tmp_path).stand_aside.read_text() == f"{os.getpid()}\n"
+    assert not LocalHome(tmp_path).stand_aside.exists()
 
 
 def test_an_update_in_progress_is_stopped_and_the_loop_resumes_after_the_failover(tmp_path: Path) -> None:
@@ -95,9 +94,9 @@ def test_an_update_in_progress_is_stopped_and_the_loop_resumes_after_the_failove
             assert aside.loop == loop.pid
             aside.wait(timeout_s=60)
             assert loop.stdout.readline() == "update stopped\n"  # the signal ended the 600 s update
-            assert (tmp_path / STAND_ASIDE_ACK).read_text() == f"{os.getpid()}\n"
+            assert LocalHome(tmp_path).stand_aside_ack.read_text() == f"{os.getpid()}\n"
         assert loop.stdout.readline() == "resumed\n"
-        assert not (tmp_path / STAND_ASIDE_ACK).exists()
+        assert not LocalHome(tmp_path).stand_aside_ack.exists()
 
 
 def test_a_loop_between_updates_stands_aside_at_its_next_look(tmp_path: Path) -> None:
@@ -113,7 +112,7 @@ def test_a_request_left_by_a_process_that_is_gone_is_not_honoured(tmp_path: Path
         [sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True, text=True
     )
     (tmp_path / "pipeline").mkdir()
-    (tmp_path / STAND_ASIDE).write_text(gone.stdout)
+    LocalHome(tmp_path).stand_aside.write_text(gone.stdout)
     with sync_loop(tmp_path) as loop:
         assert loop.requester() is None
     with stand_aside_request(tmp_path) as aside:  # and a new request replaces it
@@ -128,7 +127,7 @@ def test_a_loop_that_does_not_stand_aside_in_time_is_one_clear_error_and_stays_u
             raised.value
         )
         assert alive(loop.pid)  # the stand-aside signal is handled, never fatal
-        assert not (tmp_path / STAND_ASIDE).exists()
+        assert not LocalHome(tmp_path).stand_aside.exists()
 
 
 def test_a_second_loop_or_a_second_request_on_the_same_home_is_refused(tmp_path: Path) -> None:

@@ -16,14 +16,14 @@ SIGINT or SIGTERM during the alters still records a result for every planned row
 
 The steps of a run (:func:`_run`): read gold, read the target, the keep-alive interval, plan and
 audit the plan, execute and audit the results; every Kafka client is built by
-offsetlake.kafka.clients. Gold and the audit are read and written through a GoldStore
-(offsetlake.apply.store), chosen by :func:`gold_store_for`: Spark on Databricks, the local
-warehouse's Parquet files read with pyarrow elsewhere, so a local run starts no JVM.
+offsetlake.kafka.clients. Gold and the audit are read and written through the GoldStore
+(offsetlake.apply.store) the caller opened and passes in: the entry point knows where it runs
+(cli/stores.py: Spark on Databricks, the local home's warehouse without a JVM elsewhere); a run
+never asks, and never looks for a home.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 from collections import Counter
@@ -69,11 +69,10 @@ from offsetlake.apply.reasons import (
     StoppedEarly,
     Tally,
 )
-from offsetlake.apply.store import GoldStore, SparkGoldStore
+from offsetlake.apply.store import GoldStore
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, OffsetlakeError
-from offsetlake.jobs.session import fold_local_audit, get_spark, on_databricks
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
 from offsetlake.kafka.checkpoint_tail import CheckpointTailError, read_checkpoint_tail
@@ -86,9 +85,6 @@ from offsetlake.kafka.secrets import (
     target_client_config,
 )
 from offsetlake.kafka.tracing_reader import SearchLimits
-from offsetlake.local.home import local_home
-from offsetlake.local.locks import check_home_free
-from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import LATEST_OFFSETS
@@ -208,12 +204,11 @@ class ApplyResult:
 def run_apply(
     request: ApplyRequest,
     *,
+    store: GoldStore,
     secrets: SecretsProvider | None = None,
-    store: GoldStore | None = None,
 ) -> ApplyResult:
-    """One plan or apply run; ``secrets`` replaces the Databricks secret scope, ``store`` the gold
-    store :func:`gold_store_for` chooses (tests; closing it is then the caller's). The store a run
-    opens is closed when it ends: until then no local pipeline update rewrites gold under it."""
+    """One plan or apply run on ``store`` (the caller opens and closes it: while it is open no local
+    pipeline update rewrites gold under it); ``secrets`` replaces the Databricks secret scope."""
     scrubber = SecretScrubber()
     try:
         secret_options = (
@@ -225,10 +220,7 @@ def run_apply(
             )
         scrubber = SecretScrubber(secret_options)
         config = _target_config(request, secret_options)
-        if store is not None:
-            return _run(request, config=config, scrubber=scrubber, store=store)
-        with contextlib.closing(gold_store_for(request)) as opened:
-            return _run(request, config=config, scrubber=scrubber, store=opened)
+        return _run(request, config=config, scrubber=scrubber, store=store)
     except OffsetlakeError as error:
         raise error.rewritten(scrubber.scrub) from error
     except KafkaException as error:
@@ -239,26 +231,6 @@ def _target_config(request: ApplyRequest, secret_options: dict[str, str]) -> dic
     """The target as the caller resolved it (offsetlake.cli.clusters): the request's bootstrap
     servers, else the secret scope's or properties file's; never looked for anywhere else."""
     return target_client_config(request.target_bootstrap_servers, secret_options)
-
-
-def gold_store_for(request: ApplyRequest) -> GoldStore:
-    """Where a run reads gold and writes its audit.
-
-    On Databricks (job cluster or serverless): the runtime's Spark session, never a local JVM
-    (offsetlake.jobs.session.get_spark). Elsewhere: the local home's warehouse read with pyarrow
-    (offsetlake.apply.arrow_store), which needs no JVM, unless the request names a catalog, which
-    only Spark resolves (the local Spark session then).
-    """
-    schema = request.schema or LOCAL_SCHEMA
-    if request.catalog or on_databricks():
-        spark = get_spark()
-        fold_local_audit(spark)  # the Spark store reads apply_audit: runs without Spark audited too
-        return SparkGoldStore(spark, schema, request.catalog)
-    from offsetlake.apply.arrow_store import ArrowGoldStore
-
-    home = local_home()
-    check_home_free(home)  # an update rewriting gold, or a Spark session on it: one line, who holds it
-    return ArrowGoldStore(home, schema)
 
 
 @dataclass(frozen=True)
@@ -275,7 +247,7 @@ class _Run:
 
     @property
     def schema(self) -> str:
-        return self.request.schema or LOCAL_SCHEMA
+        return self.request.schema or self.store.schema
 
     @property
     def audit_table(self) -> str:
@@ -290,7 +262,9 @@ def _run(
     request: ApplyRequest, *, config: dict[str, str], scrubber: SecretScrubber, store: GoldStore
 ) -> ApplyResult:
     """Read gold; read the target and its keep-alive interval; plan and audit the plan; then, for an
-    apply the verdict does not stop first, execute and audit the results."""
+    apply the verdict does not stop first, execute and audit the results. The request names the
+    schema it reads from here on: the store's when it named none."""
+    request = replace(request, schema=request.schema or store.schema)
     run, result = _begin(request, config, scrubber, store)
     result, offsets = _read_gold(run, result)
     if not offsets:
@@ -529,7 +503,7 @@ def verdict(
     Before executing, a status other than OK means the plan must not be executed."""
     request, run_id = result.request, result.run_id
     if not result.gold_rows:
-        problem = NoTranslation(run_id, request.schema or LOCAL_SCHEMA, request.as_of)
+        problem = NoTranslation(run_id, request.schema or "", request.as_of)
         return Verdict(ApplyStatus.OK if request.dry_run else ApplyStatus.FAILED, (problem,))
     if request.dry_run or not result.plan:
         return Verdict(ApplyStatus.OK)

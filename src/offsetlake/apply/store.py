@@ -5,11 +5,11 @@ session of its own, so the run can be served by whatever holds the tables:
 
 - :class:`SparkGoldStore`: a Spark session (the Databricks runtime's, on Unity Catalog), with the
   queries of offsetlake.apply.gold and offsetlake.apply.audit as its body;
-- ``offsetlake.apply.arrow_store.ArrowGoldStore``: the local warehouse's Parquet files read with
+- ``offsetlake.local.warehouse_gold.LocalGoldStore``: the local warehouse's Parquet files read with
   pyarrow, so a local failover starts no JVM.
 
 Both return the same values for the same tables (tests/integration/test_gold_stores.py). Which one
-a run uses is chosen by offsetlake.apply.job (``gold_store_for``).
+a run uses is chosen by the entry point that starts it (offsetlake.cli.stores, ``gold_store_for``).
 """
 
 from __future__ import annotations

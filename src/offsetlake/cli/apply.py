@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 import yaml
 
@@ -18,7 +19,7 @@ from offsetlake.apply.job import (
 )
 from offsetlake.apply.k2k_search import K2KTracing
 from offsetlake.apply.planner import K2K_GUARD_PREFIX, ActiveGroupPolicy, MultipleTargetsPolicy, Selection
-from offsetlake.cli import render
+from offsetlake.cli import render, stores
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import (
@@ -34,10 +35,8 @@ from offsetlake.cli.options import (
 )
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError
-from offsetlake.jobs.session import on_databricks
 from offsetlake.k2k.tracing import TracingHeaderNames
-from offsetlake.local.home import local_home
-from offsetlake.local.pipeline_run import SPEC_FILE
+from offsetlake.local.home import LocalHome
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.settings import (
@@ -48,6 +47,7 @@ from offsetlake.pipeline.settings import (
     REPLICATION_SEPARATOR,
     parse_tracing_routes,
 )
+from offsetlake.runtime import on_databricks
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -167,7 +167,7 @@ def _pipeline_conf(args: argparse.Namespace) -> dict[str, str]:
 
 def _local_pipeline_conf() -> dict[str, str]:
     """The offsetlake.* configuration of the home's pipeline spec; empty when it never ran."""
-    spec = local_home() / "pipeline" / SPEC_FILE
+    spec = LocalHome.resolve().pipeline_spec
     if not spec.is_file():
         return {}
     try:
@@ -180,7 +180,8 @@ def _local_pipeline_conf() -> dict[str, str]:
 
 
 def _handle(request: ApplyRequest, context: Context) -> int:
-    result = run_apply(request, secrets=context.secrets)
+    with contextlib.closing(stores.gold_store_for(request, stores.command_home())) as store:
+        result = run_apply(request, store=store, secrets=context.secrets)
     out, err = render.apply_report(result)
     for line in out:
         print(line, file=context.out)

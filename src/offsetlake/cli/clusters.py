@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from offsetlake.errors import UsageError
-from offsetlake.jobs.session import on_databricks
 from offsetlake.kafka.secrets import (
     BOOTSTRAP_OPTION,
     PROPERTIES_ENV,
@@ -28,6 +27,7 @@ from offsetlake.kafka.secrets import (
 from offsetlake.local.clusters import read_local_clusters
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.settings import PipelineSettings
+from offsetlake.runtime import on_databricks
 
 
 class NoTargetError(UsageError):

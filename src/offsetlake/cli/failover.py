@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 
 from offsetlake.apply.k2k_search import K2KTracing
-from offsetlake.cli import render
+from offsetlake.cli import render, stores
 from offsetlake.cli.apply import add_apply_options, pipeline_k2k_tracing, pipeline_policy, request_from_args
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
@@ -21,8 +21,9 @@ from offsetlake.jobs.failover import (
     run_failover,
 )
 from offsetlake.kafka.secrets import target_client_config
-from offsetlake.local.home import local_home
+from offsetlake.local.home import LocalHome
 from offsetlake.pipeline.settings import PipelineSettings
+from offsetlake.runtime import on_databricks
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -95,11 +96,13 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
             checkpoint_tail=settings.policy if settings else pipeline_policy(args),
             k2k_tracing=_k2k_tracing(settings) if settings else pipeline_k2k_tracing(args),
         )
+    home = LocalHome.resolve()  # the failover's one home (its store's too, unless on Databricks)
+    store_home = None if on_databricks() else home
     request = FailoverRequest(
         apply=apply,
         settings=settings,
         refresh=refresh,
-        home=local_home(),
+        home=home,
         clusters=endpoints(clusters),
         refresh_timeout_s=args.refresh_timeout,
         probe_timeout_s=args.probe_timeout,
@@ -111,7 +114,12 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
         if any(word in line for word in ("Run is", "Run has", "FAILED", "SKIPPED")):
             print(line, file=context.out)
 
-    result = run_failover(request, echo=echo, secrets=context.secrets)
+    result = run_failover(
+        request,
+        gold_store=lambda: stores.gold_store_for(apply, store_home),
+        echo=echo,
+        secrets=context.secrets,
+    )
     if result.loop_stood_aside is not None:
         print(result.loop_stood_aside, file=context.out)
     out, err = render.failover_report(result)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from offsetlake.cli import render
+from offsetlake.cli import render, stores
 from offsetlake.cli.clusters import resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_regex
@@ -64,7 +64,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def handle_reset_offsets(args: argparse.Namespace, context: Context) -> int:
-    result = run_reset(request_from_args(args), client_config=_client_config(args, context))
+    result = run_reset(
+        request_from_args(args),
+        client_config=_client_config(args, context),
+        audit_session=lambda: stores.spark_for_audit(stores.command_home()),
+    )
     out, err = render.mm2_reset_report(result)
     for line in out:
         print(line, file=context.out)

@@ -179,9 +179,9 @@ def _now() -> str:
 
 
 def handle_sql(args: argparse.Namespace, context: Context) -> int:
-    from offsetlake.apply.pending_audit import fold_before_queries, pending_note, pending_schemas
+    from offsetlake.local.audit_journal import fold_before_queries, journal_note, journal_schemas
+    from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
     from offsetlake.local.locks import HomeInUseError
-    from offsetlake.local.spark import LOCAL_SCHEMA
     from offsetlake.local.sql import run_sql, sql_session
 
     queries = list(args.query)
@@ -189,15 +189,15 @@ def handle_sql(args: argparse.Namespace, context: Context) -> int:
         queries.append(Path(path).read_text(encoding="utf-8"))
     if not queries:
         raise UsageError("give a query or --file")
-    home = local_home()
+    home = LocalHome.resolve()
     try:
-        spark = sql_session(home)
+        spark = sql_session(home.root)
     except HomeInUseError as error:
-        if pending_schemas(home):  # the failover's audit is not in a table yet: say where it is
-            raise error.rewritten(lambda message: f"{message}; {pending_note(home)}") from error
+        if journal_schemas(home):  # the failover's audit is not in a table yet: say where it is
+            raise error.rewritten(lambda message: f"{message}; {journal_note(home)}") from error
         raise
-    # Runs without Spark (a local failover, plan, apply) left their audit rows pending: fold them
-    # into apply_audit before any query, so the table the run's report names holds them.
+    # Runs without Spark (a local failover, plan, apply) left their audit rows in the journal: fold
+    # them into apply_audit before any query, so the table the run's report names holds them.
     unfolded = fold_before_queries(spark, home, LOCAL_SCHEMA)
     if unfolded:
         print(f"offsetlake sql: {unfolded}", file=context.err)

@@ -16,6 +16,7 @@ time for it (an update in progress is stopped, gold put back); the loop resumes 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,8 +24,10 @@ from enum import StrEnum
 from pathlib import Path
 
 from offsetlake.apply.job import ApplyRequest, ApplyResult, run_apply
+from offsetlake.apply.store import GoldStore
 from offsetlake.kafka.admin import ClusterProbe, probe_cluster
 from offsetlake.kafka.secrets import SecretsProvider
+from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import DEFAULT_STAND_ASIDE_WAIT_S, stand_aside_request
 from offsetlake.local.pipeline_run import PipelineRunResult, existing_tables, run_pipeline
 from offsetlake.pipeline.refresh_selection import failover_refresh
@@ -64,7 +67,8 @@ class FailoverRequest:
     apply: ApplyRequest
     settings: PipelineSettings | None
     """The clusters to refresh from; None only with ``RefreshMode.NEVER`` (no sources needed)."""
-    home: Path
+    home: LocalHome
+    """The one home of the failover: the loop asked to stand aside, the refresh and the apply's gold."""
     refresh: RefreshMode = RefreshMode.AUTO
     clusters: tuple[ClusterToProbe, ...] = ()
     refresh_timeout_s: float = DEFAULT_REFRESH_TIMEOUT_S
@@ -94,26 +98,30 @@ class FailoverResult:
 def run_failover(
     request: FailoverRequest,
     *,
+    gold_store: Callable[[], GoldStore],
     echo: Callable[[str], None] | None = None,
     secrets: SecretsProvider | None = None,
 ) -> FailoverResult:
-    with stand_aside_request(request.home) as aside:
+    """Probe, refresh if it can add anything, then apply on the store ``gold_store`` opens (on
+    ``request.home``; opened after the refresh, as the refresh's Spark must have the home alone)."""
+    with stand_aside_request(request.home.root) as aside:
         checks = probe_all(request.clusters, timeout_s=request.probe_timeout_s)  # while the loop stops
         waited = aside.wait(request.stand_aside_timeout_s)
         skipped = _why_no_refresh(request, checks)
         refresh = None
         if skipped is None and request.settings is not None:
             # A selection only on a home that has every table (pipeline/refresh_selection.py).
-            scope = failover_refresh(request.settings, existing_tables(request.home))
+            scope = failover_refresh(request.settings, existing_tables(request.home.root))
             refresh = run_pipeline(
                 request.settings,
-                request.home,
+                request.home.root,
                 refresh=scope.selection,
                 echo=echo,
                 timeout_s=request.refresh_timeout_s,
                 kafka_properties=request.kafka_properties,
             )
-        applied = run_apply(request.apply, secrets=secrets)
+        with contextlib.closing(gold_store()) as store:
+            applied = run_apply(request.apply, store=store, secrets=secrets)
     return FailoverResult(
         checks=checks,
         refresh=refresh,

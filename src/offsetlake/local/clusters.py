@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Final
 
 from offsetlake.errors import UsageError
-from offsetlake.local.home import local_home
+from offsetlake.local.home import LocalHome, local_home
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.settings import PipelineSettings
 
-CLUSTERS_FILE: Final = "clusters.json"
 SOURCE: Final = "source"
 TARGET: Final = "target"
 START_HINT: Final = "start them with `make up` (python -m offsetlake_dev local up)"
@@ -35,7 +34,7 @@ class LocalClusters:
 
 
 def clusters_file(home: Path | None = None) -> Path:
-    return (home or local_home()) / CLUSTERS_FILE
+    return LocalHome(home or local_home()).clusters_file
 
 
 def read_local_clusters(home: Path | None = None) -> LocalClusters:

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Final
 
 from offsetlake.errors import ExternalError
+from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, RunLockHold, check_home_free
-from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
     LATEST_GROUP_OFFSETS,
@@ -59,8 +59,8 @@ class GoldGuard:
     """Backup and restore of the local gold tables around one pipeline update."""
 
     def __init__(self, home: Path, tables: Sequence[str] = GUARDED_TABLES) -> None:
-        self._schema_dir = home / "warehouse" / f"{LOCAL_SCHEMA}.db"
-        self.backup_dir = home / "pipeline" / "gold-backup"
+        self._schema_dir = LocalHome(home).schema_dir
+        self.backup_dir = LocalHome(home).gold_backup
         self._tables = tuple(tables)
 
     @property
@@ -132,12 +132,7 @@ def hold_whole_gold(home: Path, *, wait_s: float = 0.0) -> RunLockHold:
 def _hold_whole(lock: RunLockHold, home: Path) -> str | None:
     """One attempt of :func:`hold_whole_gold`: None when held with gold whole, else why not."""
     if not lock.take():
-        holder = lock.holder()
-        who = f"process {holder}" if holder else "another process"
-        return (
-            f"local home {home} is in use by a pipeline update ({who}), which rewrites gold while it "
-            "runs; wait for it to finish, stop it, or set OFFSETLAKE_HOME to another directory"
-        )
+        return lock.refusal()
     guard = GoldGuard(home)
     if not guard.interrupted:
         return None

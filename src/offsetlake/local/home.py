@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from offsetlake.pipeline.tables import DEFAULT_SCHEMA
+
 HOME_ENV: Final = "OFFSETLAKE_HOME"
-LOCAL_SCHEMA: Final = "offsetlake"
+LOCAL_SCHEMA: Final = DEFAULT_SCHEMA
 """The schema the local pipeline writes (Databricks: the bundle's catalog and schema)."""
 
 
@@ -51,7 +53,10 @@ class LocalHome:
     @property
     def schema_dir(self) -> Path:
         """The local schema's directory: one directory per table (Hive layout)."""
-        return self.warehouse / f"{LOCAL_SCHEMA}.db"
+        return self.schema_dir_for(LOCAL_SCHEMA)
+
+    def schema_dir_for(self, schema: str) -> Path:
+        return schema_dir_in(self.warehouse, schema)
 
     @property
     def metastore(self) -> Path:
@@ -110,6 +115,12 @@ class LocalHome:
 
     def audit_journal_for(self, schema: str) -> Path:
         return self.audit_journal / schema.lower()
+
+
+def schema_dir_in(warehouse: Path, schema: str) -> Path:
+    """Where Spark's Hive catalog keeps ``schema``'s tables in ``warehouse`` (the home's, or the one
+    a test session was given): ``<warehouse>/<schema>.db``, the name lower-cased as the metastore does."""
+    return warehouse / f"{schema.lower()}.db"
 
 
 def local_home() -> Path:

@@ -34,13 +34,9 @@ from types import FrameType
 from typing import Final
 
 from offsetlake.errors import ExternalError
+from offsetlake.local.home import LocalHome
 from offsetlake.local.processes import parent_of
 
-DERBY_LOCK: Final = Path("metastore_db") / "dbex.lck"
-RUN_LOCK: Final = Path("pipeline") / "run.lock"
-SYNC_LOOP_LOCK: Final = Path("pipeline") / "sync-loop.lock"
-STAND_ASIDE: Final = Path("pipeline") / "stand-aside"
-STAND_ASIDE_ACK: Final = Path("pipeline") / "stand-aside.ack"
 STAND_ASIDE_SIGNAL: Final = signal.SIGUSR1
 DEFAULT_STAND_ASIDE_WAIT_S: Final = 45.0
 """A few seconds to be seen, plus an update's stop: its Spark's grace period (10 s) and gold put back."""
@@ -55,15 +51,15 @@ class HomeInUseError(ExternalError):
 def check_home_free(home: Path) -> None:
     """Raise HomeInUseError naming the holder when another process has ``home``'s metastore open
     (this process's own Spark JVM does not count)."""
-    holder = _lock_holder(home / DERBY_LOCK, "POSIX")
+    holder = _lock_holder(LocalHome(home).derby_lock, "POSIX")
     if holder is not None and holder not in (os.getpid(), _own_jvm()):
-        raise HomeInUseError(_in_use(home, holder))
+        raise HomeInUseError(_in_use(home, _holder(holder)))
 
 
 @contextmanager
 def pipeline_run_lock(home: Path) -> Iterator[None]:
     """Held for a whole pipeline run; a second run on the same home is refused at once."""
-    path = home / RUN_LOCK
+    path = LocalHome(home).run_lock
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+", encoding="utf-8") as lock_file:
         try:
@@ -73,7 +69,7 @@ def pipeline_run_lock(home: Path) -> Iterator[None]:
             holder = lock_file.read().strip()
             pid = int(holder) if holder.isdigit() else None
             raise HomeInUseError(
-                _in_use(home, pid) if pid else f"a pipeline run already uses local home {home}"
+                _in_use(home, _holder(pid)) if pid else f"a pipeline run already uses local home {home}"
             ) from None
         lock_file.truncate(0)
         lock_file.write(f"{os.getpid()}\n")
@@ -102,16 +98,16 @@ class SyncLoop:
     def requester(self) -> int | None:
         """The PID of a live process asking the loop to stand aside, else None (no request, or one
         left by a process that is gone). A request written before the loop started counts too."""
-        pid = _read_pid(self.home / STAND_ASIDE)
+        pid = _read_pid(LocalHome(self.home).stand_aside)
         return pid if pid is not None and _alive(pid) else None
 
     def stand_aside(self, requester: int, *, poll_s: float = _POLL_S) -> None:
         """Acknowledge ``requester`` (call with no update running and no Spark of the loop's own),
         then block until its request is withdrawn or it is gone."""
-        ack = self.home / STAND_ASIDE_ACK
+        ack = LocalHome(self.home).stand_aside_ack
         _write_atomically(ack, f"{requester}\n")
         try:
-            while _read_pid(self.home / STAND_ASIDE) == requester and _alive(requester):
+            while _read_pid(LocalHome(self.home).stand_aside) == requester and _alive(requester):
                 time.sleep(poll_s)
         finally:
             ack.unlink(missing_ok=True)
@@ -121,7 +117,7 @@ class SyncLoop:
 def sync_loop(home: Path) -> Iterator[SyncLoop]:
     """Register the local sync loop of ``home`` for its life; a second loop on the same home is
     refused. STAND_ASIDE_SIGNAL is handled (not fatal) from before the loop can be found."""
-    path = home / SYNC_LOOP_LOCK
+    path = LocalHome(home).sync_loop_lock
     path.parent.mkdir(parents=True, exist_ok=True)
     loop = SyncLoop(home)
 
@@ -146,7 +142,7 @@ def sync_loop(home: Path) -> Iterator[SyncLoop]:
             yield loop
         finally:
             lock_file.truncate(0)
-            (home / STAND_ASIDE_ACK).unlink(missing_ok=True)
+            LocalHome(home).stand_aside_ack.unlink(missing_ok=True)
             signal.signal(STAND_ASIDE_SIGNAL, previous)
 
 
@@ -165,7 +161,10 @@ class StandAside:
         if self.loop is None:
             return 0.0
         me = os.getpid()
-        while _read_pid(self.home / STAND_ASIDE_ACK) != me and _sync_loop_holder(self.home) == self.loop:
+        while (
+            _read_pid(LocalHome(self.home).stand_aside_ack) != me
+            and _sync_loop_holder(self.home) == self.loop
+        ):
             if time.monotonic() - started > timeout_s:
                 raise LoopDidNotStandAsideError(
                     f"the local sync loop on {self.home} ({_describe(self.loop)}) did not stand aside "
@@ -179,7 +178,7 @@ class StandAside:
 def stand_aside_request(home: Path) -> Iterator[StandAside]:
     """Ask the local sync loop of ``home``, if one runs, to stand aside until the block ends (then
     it resumes); :meth:`StandAside.wait` waits for it. A request of another live process is refused."""
-    path = home / STAND_ASIDE
+    path = LocalHome(home).stand_aside
     path.parent.mkdir(parents=True, exist_ok=True)
     me = os.getpid()
     other = _read_pid(path)
@@ -200,7 +199,7 @@ def stand_aside_request(home: Path) -> Iterator[StandAside]:
 def _sync_loop_holder(home: Path) -> int | None:
     """The PID of the sync loop holding ``home``'s loop lock (read from /proc/locks, so asking takes
     no lock a starting loop could trip on), else None."""
-    path = home / SYNC_LOOP_LOCK
+    path = LocalHome(home).sync_loop_lock
     if _lock_holder(path, "FLOCK") is None:
         return None
     return _read_pid(path)
@@ -258,15 +257,21 @@ def _own_jvm() -> int | None:
     return None if process is None else process.pid
 
 
-def _in_use(home: Path, pid: int) -> str:
+def _in_use(home: Path, holder: str, why: str = ": one local Spark runs per home") -> str:
+    """The one sentence every refusal of a busy home says: who holds it, why that excludes us."""
+    return (
+        f"local home {home} is in use by {holder}{why}; wait for it to finish, stop it, or set "
+        "OFFSETLAKE_HOME to another directory"
+    )
+
+
+def _holder(pid: int) -> str:
+    """A holding process in words; a Spark JVM named with the command that started it."""
     holder = _describe(pid)
     parent = parent_of(pid)
     if parent is not None and "java" in _command(pid).split(" ", 1)[0]:
         holder = f"{_describe(parent)}, through its Spark JVM (process {pid})"
-    return (
-        f"local home {home} is in use by {holder}: one local Spark runs per home; wait for it to "
-        "finish, stop it, or set OFFSETLAKE_HOME to another directory"
-    )
+    return holder
 
 
 def _describe(pid: int) -> str:
@@ -295,7 +300,8 @@ class RunLockHold:
     """
 
     def __init__(self, home: Path) -> None:
-        path = home / RUN_LOCK
+        self.home = home
+        path = LocalHome(home).run_lock
         path.parent.mkdir(parents=True, exist_ok=True)
         self._descriptor: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
@@ -316,6 +322,13 @@ class RunLockHold:
         assert self._descriptor is not None, "closed"
         content = os.pread(self._descriptor, 32, 0).decode(errors="replace").strip()
         return int(content) if content.isdigit() else None
+
+    def refusal(self) -> str:
+        """Why :meth:`take` found the lock held: the pipeline update holding it, in the words of
+        every refusal of a busy home."""
+        holder = self.holder()
+        who = f"process {holder}" if holder else "another process"
+        return _in_use(self.home, f"a pipeline update ({who})", ", which rewrites gold while it runs")
 
     def close(self) -> None:
         """Let go of the lock (closing the file releases it)."""

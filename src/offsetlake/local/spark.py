@@ -16,17 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from offsetlake.local.home import local_home
+from offsetlake.local.home import LOCAL_SCHEMA, LocalHome, local_home
 from offsetlake.local.locks import check_home_free
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-LOCAL_SCHEMA = "offsetlake"
 # Errors only: Spark's default profile prints every WARN between the CLI's progress lines.
 LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
-SPARK_LOG = Path("logs") / "spark.log"
-"""Under the home: what the local JVM prints (its banner, its error log lines), unless --verbose."""
 
 
 # Local Spark processes live for seconds to minutes on small data: the JIT's optimising tier and a
@@ -49,15 +46,15 @@ _SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCac
 # (spark.sql.pipelines.maxFlowRetryAttempts, set in pipeline_run.write_spec).
 def local_spark_conf(home: Path | None = None) -> dict[str, str]:
     """Static Spark settings every local process must share to see the same tables."""
-    home = home or local_home()
+    layout = LocalHome(home or local_home())
     return {
         "spark.sql.catalogImplementation": "hive",
-        "spark.sql.warehouse.dir": str(home / "warehouse"),
+        "spark.sql.warehouse.dir": str(layout.warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
+            f"jdbc:derby:;databaseName={layout.metastore};create=true"
         ),
         "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={home} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} "
+            f"-Dderby.system.home={layout.root} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} "
             + _SHORT_LIVED_JVM
         ),
         "spark.sql.session.timeZone": "UTC",
@@ -93,14 +90,14 @@ def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> S
 
 @contextlib.contextmanager
 def _jvm_output_to(home: Path) -> Iterator[None]:
-    """Point this process's fds 1 and 2 at <home>/logs/spark.log while pyspark launches the JVM.
+    """Point this process's fds 1 and 2 at the home's Spark log while pyspark launches the JVM.
 
     The JVM inherits them (pyspark.java_gateway starts it with Popen and no redirection), so its
     banner ("Using incubator modules", "Setting default log level") and its later log lines go to
     the file and every command's output starts with its own lines. The CLI's ``--verbose`` (the
     ``offsetlake`` logger at DEBUG, cli/main.py) skips this and shows them.
     """
-    log_path = home / SPARK_LOG
+    log_path = LocalHome(home).spark_log
     log_path.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()

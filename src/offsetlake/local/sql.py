@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from pyspark.errors import PySparkException
 
 from offsetlake.errors import UsageError
-from offsetlake.local.spark import LOCAL_SCHEMA, get_local_spark
+from offsetlake.local.home import LOCAL_SCHEMA
+from offsetlake.local.spark import get_local_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

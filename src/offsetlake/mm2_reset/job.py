@@ -22,12 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offsetlake.errors import OffsetlakeError, UsageError
-from offsetlake.jobs.session import fold_local_audit, get_spark
 from offsetlake.kafka.connect_rest import ConnectRest
-from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mm2_reset import audit
 from offsetlake.mm2_reset.offsets_topic import (
     read_offsets_topic,
@@ -46,7 +44,11 @@ from offsetlake.mm2_reset.plan import (
     verify_rest_reset,
     verify_tombstones,
 )
+from offsetlake.pipeline.tables import DEFAULT_SCHEMA
 from offsetlake.run_ids import new_run_id
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -87,7 +89,7 @@ class ResetRequest:
 
     @property
     def audit_table(self) -> str:
-        return audit.audit_table_name(self.schema or LOCAL_SCHEMA, self.catalog)
+        return audit.audit_table_name(self.schema or DEFAULT_SCHEMA, self.catalog)
 
 
 @dataclass(frozen=True)
@@ -142,11 +144,14 @@ class ResetResult:
         return ResetStatus.OK if self.reset_verified and not self.not_truncated else ResetStatus.FAILED
 
 
-def run_reset(request: ResetRequest, *, client_config: ClientConfig) -> ResetResult:
+def run_reset(
+    request: ResetRequest, *, client_config: ClientConfig, audit_session: Callable[[], SparkSession]
+) -> ResetResult:
     """Reset (through the worker with ``connect_url``, else with tombstones), record it, then
     truncate the offset syncs if asked and the reset verified. ``client_config`` gives a cluster's
-    client settings by its bootstrap servers (None: the command's target), as the caller resolved them."""
-    run = _ResetRun(request, new_run_id(datetime.now(UTC)))
+    client settings by its bootstrap servers (None: the command's target), as the caller resolved
+    them; ``audit_session`` the Spark session the audit is appended through, as the caller opens it."""
+    run = _ResetRun(request, new_run_id(datetime.now(UTC)), audit_session)
     if request.connect_url:
         reset = run_rest_reset(request, ConnectRest(request.connect_url, timeout_s=request.timeout_s))
         result = ResetResult(request, run.run_id, rest=reset)
@@ -218,11 +223,9 @@ def _truncate(run: _ResetRun, result: ResetResult, topic: str, client_config: Cl
 class _ResetRun:
     request: ResetRequest
     run_id: str
+    audit_session: Callable[[], SparkSession]
 
     def append(self, records: Sequence[tuple[Any, ...]]) -> None:
-        """Append to the audit; Spark is started only when there is something to record (the
-        Databricks runtime's session there, the shared local one elsewhere, as the apply job)."""
+        """Append to the audit; Spark is started only when there is something to record."""
         if records:
-            spark = get_spark()
-            fold_local_audit(spark)  # every local Spark session folds the pending apply audit
-            audit.append_audit(spark, self.request.audit_table, records)
+            audit.append_audit(self.audit_session(), self.request.audit_table, records)

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+DEFAULT_SCHEMA: Final = "offsetlake"
+"""The schema offsetlake's tables live in unless told otherwise (the bundle's default, the local one)."""
+
 
 @dataclass(frozen=True)
 class TableSpec:

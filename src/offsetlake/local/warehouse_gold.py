@@ -1,11 +1,12 @@
-"""The apply job's gold store without a JVM: the local warehouse's Parquet files, read with pyarrow.
+"""The local gold store: the apply's GoldStore on the local warehouse's Parquet files, without a JVM.
 
 A local failover must not wait for a JVM (15-30 s on a loaded 2-core machine before the first row is
 read), so locally ``offsetlake plan|apply|failover`` read gold here, with the same results as
-offsetlake.apply.store.SparkGoldStore (tests/integration/test_gold_stores.py).
+offsetlake.apply.store.SparkGoldStore (tests/integration/test_gold_stores.py); pyarrow reads them.
 
 Where local Spark keeps a table (the Hive catalog of offsetlake.local.spark, and the pipeline's
-materialized views and streaming tables alike): ``<home>/warehouse/<schema>.db/<table>/``, one
+materialized views and streaming tables alike): ``<table>/`` in the schema's directory of the home's
+warehouse (offsetlake.local.home.LocalHome), one
 directory of ``part-*.parquet`` files beside Hadoop's ``_SUCCESS`` and ``.crc`` files (skipped: a
 name starting with ``_`` or ``.`` is never data; a write in progress lives under ``_temporary``).
 Timestamps are INT96 (Spark's default ``spark.sql.parquet.outputTimestampType``), or microseconds
@@ -13,12 +14,12 @@ adjusted to UTC when so configured; both are instants in UTC and are read as suc
 directory is missing reads as empty, as the Spark store reads a table the pipeline never created.
 
 The audit without a metastore: ``apply_audit`` is a table of the Derby metastore, which only Spark
-can create or append to. :meth:`ArrowGoldStore.append_audit` therefore writes each batch of audit
-rows (the plan of a run, or its results) as one Parquet file under
-``<home>/audit-pending/<schema>/``: written under a temporary name, fsynced, renamed, so a crash
-never leaves half a file. The store reads the audit as the table's files plus the pending files,
-and offsetlake.apply.pending_audit folds the pending files into ``apply_audit`` through Spark before
-a local Spark session reads it (``offsetlake sql`` included), so every Spark query sees every row.
+can create or append to. :meth:`LocalGoldStore.append_audit` therefore writes each batch of audit
+rows (the plan of a run, or its results) to the home's audit journal (offsetlake.local.audit_journal):
+one Parquet file a batch, written whole or not at all. The store reads the audit as the table's
+files plus the journal's, and the local commands that read ``apply_audit`` through Spark fold the
+journal into it first (an explicit step, never a session's side effect), so every Spark query sees
+every row.
 
 Which files are a table: a materialized view is rewritten whole, so every data file of its
 directory; a streaming table (``bronze_checkpoints``, ``cluster_health``: Spark's file sink) only
@@ -26,7 +27,7 @@ the files its sink log ``_spark_metadata/`` commits, as Spark reads it (:func:`c
 a part file of a batch killed before its commit is in the directory but not in the table.
 
 Gold is read only when whole and only while it stays so: at its first read the store holds the
-home's run lock shared until :meth:`ArrowGoldStore.close` (it is a context manager), so no
+home's run lock shared until :meth:`LocalGoldStore.close` (it is a context manager), so no
 pipeline update starts and rewrites gold under a run; one already running refuses the read (or
 is waited for, ``lock_wait_s``); and gold an update killed outright left half-written is put back
 from the gold guard's backup first (offsetlake.local.gold_guard.hold_whole_gold).
@@ -71,12 +72,12 @@ from offsetlake.apply.gold_rows import (
     gold_offsets,
     group_snapshots,
 )
-from offsetlake.apply.pending_audit import AUDIT_SCHEMA, pending_files, write_pending_audit
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
 from offsetlake.kafka.group_offsets import GroupOffset
+from offsetlake.local.audit_journal import AUDIT_SCHEMA, journal_files, write_journal
 from offsetlake.local.gold_guard import hold_whole_gold
+from offsetlake.local.home import LOCAL_SCHEMA, LocalHome, schema_dir_in
 from offsetlake.local.locks import RunLockHold
-from offsetlake.local.spark import LOCAL_SCHEMA
 from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import (
     BRONZE_CHECKPOINTS,
@@ -89,7 +90,6 @@ from offsetlake.pipeline.tables import (
     OFFSET_HISTORY,
 )
 
-WAREHOUSE: Final = "warehouse"
 SINK_LOG: Final = "_spark_metadata"
 """Where Spark's file sink commits a streaming table's files, in the table's directory."""
 _SINK_LOG_VERSION: Final = "v1"
@@ -100,10 +100,11 @@ _LAST: Final = pc.ScalarAggregateOptions(skip_nulls=False)
 """The last row's value even when NULL: Spark's max_by(value, ordering) takes the row, not a value."""
 
 
-class ArrowGoldStore:
-    """A GoldStore (offsetlake.apply.store) on ``<warehouse>/<schema>.db/`` and the pending audit.
+class LocalGoldStore:
+    """A GoldStore (offsetlake.apply.store) on a local home's warehouse and audit journal.
 
-    ``warehouse`` defaults to ``<home>/warehouse``, where offsetlake.local.spark keeps the tables.
+    ``warehouse`` defaults to the home's, where offsetlake.local.spark keeps the tables (a test's
+    Spark session may keep them elsewhere).
     From its first read until :meth:`close` it holds the home's run lock shared; ``lock_wait_s``:
     how long that first read waits for a pipeline update to end (0: refused at once).
     """
@@ -112,7 +113,7 @@ class ArrowGoldStore:
 
     def __init__(
         self,
-        home: Path,
+        home: LocalHome,
         schema: str = LOCAL_SCHEMA,
         *,
         warehouse: Path | None = None,
@@ -120,7 +121,7 @@ class ArrowGoldStore:
     ) -> None:
         self.home = home
         self.schema = schema
-        self.warehouse = warehouse if warehouse is not None else home / WAREHOUSE
+        self.warehouse = warehouse if warehouse is not None else home.warehouse
         self.lock_wait_s = lock_wait_s
         self._lock: RunLockHold | None = None
 
@@ -141,7 +142,7 @@ class ArrowGoldStore:
 
     @property
     def schema_dir(self) -> Path:
-        return self.warehouse / f"{self.schema.lower()}.db"
+        return schema_dir_in(self.warehouse, self.schema)
 
     @property
     def audit_table(self) -> str:
@@ -257,7 +258,7 @@ class ArrowGoldStore:
 
     def append_audit(self, records: Sequence[tuple[Any, ...]]) -> int:
         records = list(records)
-        write_pending_audit(self.home, self.schema, records)
+        write_journal(self.home, self.schema, records)
         return len(records)
 
     def checkpoint_positions(self) -> dict[tuple[str, int], int]:
@@ -302,7 +303,7 @@ class ArrowGoldStore:
         return name, _guarded(name, lambda: open_table(self.schema_dir / table))
 
     def _audit(self, columns: Sequence[str], where: ds.Expression) -> pa.Table:
-        """Rows of the audit: the ``apply_audit`` table's files and the pending files not folded yet
+        """Rows of the audit: the ``apply_audit`` table's files and the journal's not folded yet
         (a row in both, between a fold's append and its removal of the file, counts once for every
         reader here: the last applied translation is a maximum)."""
         self._hold_home()
@@ -311,7 +312,7 @@ class ArrowGoldStore:
         parts = []
         for dataset in (
             _guarded(name, lambda: open_table(self.schema_dir / AUDIT_TABLE)),
-            _guarded(name, lambda: open_files(pending_files(self.home, self.schema))),
+            _guarded(name, lambda: open_files(journal_files(self.home, self.schema))),
         ):
             if dataset is not None:
                 parts.append(_read(dataset, name, columns, where).cast(schema))
@@ -321,7 +322,7 @@ class ArrowGoldStore:
         """From the first read on, no pipeline update rewrites gold under this store, and gold an
         interrupted one left half-written has been put back; else HomeInUseError, one line."""
         if self._lock is None:
-            self._lock = hold_whole_gold(self.home, wait_s=self.lock_wait_s)
+            self._lock = hold_whole_gold(self.home.root, wait_s=self.lock_wait_s)
 
 
 _OFFSET_COLUMNS: Final = (*GROUP_PARTITION_KEY, "downstream_offset", "method", "metadata", "source_timestamp")
@@ -484,6 +485,3 @@ def _last_per_key(table: pa.Table, keys: list[str], ordering: str, values: list[
     return newest.rename_columns(
         [name.removesuffix("_last").removesuffix("_max") for name in newest.column_names]
     )
-
-
-# --- the pending audit -------------------------------------------------------------------------------

@@ -1,16 +1,17 @@
-"""The pending audit: audit rows a run without Spark wrote, until a local Spark session folds them in.
+"""The audit journal: audit rows a local run without Spark wrote, until an explicit fold appends them.
 
 ``apply_audit`` is a table of the local Derby metastore, which only Spark can create or append to,
-and a local failover must not wait for a JVM. A run on the Arrow store (offsetlake.apply.arrow_store)
-therefore writes each batch of audit rows (a run's plan, or its results) as one Parquet file under
-``<home>/audit-pending/<schema>/`` named ``<run_id>.<stage>.parquet``: under a temporary name,
-fsynced, renamed, so a crash never leaves half a file. ``(run_id, stage)`` is the batch's id; every
-row of the file carries it.
+and a local failover must not wait for a JVM. A run on the local gold store
+(offsetlake.local.warehouse_gold) therefore writes each batch of audit rows (a run's plan, or its
+results) as one Parquet file in the home's journal (``LocalHome.audit_journal_for(schema)``) named
+``<run_id>.<stage>.parquet``: under a temporary name, fsynced, renamed, so a crash never leaves half
+a file. ``(run_id, stage)`` is the batch's id; every row of the file carries it.
 
-:func:`fold_pending_audit` appends the pending files to ``apply_audit`` through a Spark session and
-removes them. Every local command that opens a Spark session on the home calls it before reading
-(``offsetlake sql``, ``plan|apply --catalog``, ``mm2 reset``), so every Spark query sees every row.
-A fold is all-or-nothing and idempotent (see :func:`fold_pending_audit`).
+:func:`fold_journal` appends the journal's files to ``apply_audit`` through a Spark session and
+removes them. Opening a session never does (offsetlake.runtime.get_spark writes no table): every
+local command that reads through Spark folds first, as an explicit step (``offsetlake sql``,
+``plan|apply --catalog``, ``mm2 reset``, the demo), so every Spark query sees every row. A fold is
+all-or-nothing and idempotent (see :func:`fold_journal`).
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ import pyarrow.parquet as pq
 from offsetlake.apply import audit
 from offsetlake.apply.audit import AUDIT_COLUMNS
 from offsetlake.errors import ExternalError
+from offsetlake.local.home import LocalHome
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-PENDING_AUDIT: Final = "audit-pending"
 BATCH_ID: Final = ("run_id", "stage")
-"""What names one pending file's batch; a fold appends a batch whole or not at all."""
+"""What names one journal file's batch; a fold appends a batch whole or not at all."""
 _ARROW_TYPES: Final = {
     "STRING": pa.string(),
     "INT": pa.int32(),
@@ -43,41 +44,36 @@ _ARROW_TYPES: Final = {
     "TIMESTAMP": pa.timestamp("us", tz="UTC"),
 }
 AUDIT_SCHEMA: Final = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in AUDIT_COLUMNS])
-"""apply_audit's columns as Arrow types (what a pending file holds): audit.AUDIT_COLUMNS."""
+"""apply_audit's columns as Arrow types (what a journal file holds): audit.AUDIT_COLUMNS."""
 
 
 class AuditNotFoldedError(ExternalError):
-    """Pending audit rows could not be appended to ``apply_audit``; they stay where they are."""
+    """Journal rows could not be appended to ``apply_audit``; they stay where they are."""
 
 
-def pending_audit_dir(home: Path, schema: str) -> Path:
-    """Where audit rows wait for ``<schema>.apply_audit`` (one directory per schema)."""
-    return home / PENDING_AUDIT / schema.lower()
-
-
-def pending_files(home: Path, schema: str) -> list[Path]:
-    """The pending audit files of ``schema``, oldest name first (a file being written has a hidden
+def journal_files(home: LocalHome, schema: str) -> list[Path]:
+    """The journal files of ``schema``, oldest name first (a file being written has a hidden
     temporary name, and one set aside as unreadable another suffix: neither is listed)."""
-    directory = pending_audit_dir(home, schema)
+    directory = home.audit_journal_for(schema)
     if not directory.is_dir():
         return []
     return sorted(path for path in directory.glob("*.parquet") if not path.name.startswith("."))
 
 
-def pending_file_name(run_id: str, stage: str) -> str:
+def journal_file_name(run_id: str, stage: str) -> str:
     """One file per audit batch: a run writes its plan once and its results once. Written again
     (the same batch), the file is replaced, never doubled."""
     return f"{run_id}.{stage}.parquet"
 
 
-def write_pending_audit(home: Path, schema: str, records: Sequence[tuple[Any, ...]]) -> list[Path]:
+def write_journal(home: LocalHome, schema: str, records: Sequence[tuple[Any, ...]]) -> list[Path]:
     """Write audit ``records`` (audit.AUDIT_COLUMNS order) as one Parquet file per (run_id, stage)
     they hold, each atomically: a temporary name, fsync, rename, fsync of the directory."""
     batches: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
     run_id_at, stage_at = (AUDIT_SCHEMA.get_field_index(name) for name in BATCH_ID)
     for record in records:
         batches.setdefault((record[run_id_at], record[stage_at]), []).append(record)
-    directory = pending_audit_dir(home, schema)
+    directory = home.audit_journal_for(schema)
     written = []
     for (run_id, stage), batch in batches.items():
         directory.mkdir(parents=True, exist_ok=True)
@@ -88,7 +84,7 @@ def write_pending_audit(home: Path, schema: str, records: Sequence[tuple[Any, ..
             ],
             schema=AUDIT_SCHEMA,
         )
-        written.append(write_atomically(table, directory / pending_file_name(run_id, stage)))
+        written.append(write_atomically(table, directory / journal_file_name(run_id, stage)))
     return written
 
 
@@ -111,16 +107,16 @@ def write_atomically(table: pa.Table, path: Path) -> Path:
     return path
 
 
-def pending_schemas(home: Path) -> list[str]:
-    """The schemas with pending audit files under ``home``."""
-    root = home / PENDING_AUDIT
+def journal_schemas(home: LocalHome) -> list[str]:
+    """The schemas with journal files in ``home``."""
+    root = home.audit_journal
     if not root.is_dir():
         return []
-    return sorted(path.name for path in root.iterdir() if path.is_dir() and pending_files(home, path.name))
+    return sorted(path.name for path in root.iterdir() if path.is_dir() and journal_files(home, path.name))
 
 
-def fold_pending_audit(spark: SparkSession, home: Path) -> int:
-    """Append every pending audit file under ``home`` to its schema's ``apply_audit`` through
+def fold_journal(spark: SparkSession, home: LocalHome) -> int:
+    """Append every journal file of ``home`` to its schema's ``apply_audit`` through
     ``spark`` (creating the table when missing), then remove it; the number of files folded.
 
     All-or-nothing: a schema's files are appended in one Spark write of one Parquet file, which the
@@ -136,8 +132,8 @@ def fold_pending_audit(spark: SparkSession, home: Path) -> int:
     from pyspark.errors import PySparkException
 
     folded = 0
-    for schema in pending_schemas(home):
-        files = [path for path in pending_files(home, schema) if _readable(path)]
+    for schema in journal_schemas(home):
+        files = [path for path in journal_files(home, schema) if _readable(path)]
         if not files:
             continue
         try:
@@ -146,14 +142,14 @@ def fold_pending_audit(spark: SparkSession, home: Path) -> int:
         except (PySparkException, Py4JError, OSError) as error:
             raise AuditNotFoldedError(
                 f"{len(files)} audit file(s) could not be folded into {audit.audit_table_name(schema)} "
-                f"({_first_line(error)}); {pending_note(home)}"
+                f"({_first_line(error)}); {journal_note(home)}"
             ) from error
         folded += len(files)
     return folded
 
 
-def fold_before_queries(spark: SparkSession, home: Path, schema: str) -> str | None:
-    """Fold the pending audit and make sure ``schema``'s ``apply_audit`` exists, so a query sees
+def fold_before_queries(spark: SparkSession, home: LocalHome, schema: str) -> str | None:
+    """Fold the journal and make sure ``schema``'s ``apply_audit`` exists, so a query sees
     every audited run (and an empty audit, never a missing table, where a run planned nothing).
 
     A fold that fails is not the query's failure: its reason, naming where the rows wait, is
@@ -162,7 +158,7 @@ def fold_before_queries(spark: SparkSession, home: Path, schema: str) -> str | N
     from pyspark.errors import PySparkException
 
     try:
-        fold_pending_audit(spark, home)
+        fold_journal(spark, home)
         create_audit_table(spark, schema)
     except AuditNotFoldedError as error:
         return str(error)
@@ -172,7 +168,7 @@ def fold_before_queries(spark: SparkSession, home: Path, schema: str) -> str | N
 
 
 def create_audit_table(spark: SparkSession, schema: str) -> None:
-    """``<schema>.apply_audit``, empty, unless it exists: Parquet, which the Arrow store reads, and
+    """``<schema>.apply_audit``, empty, unless it exists: Parquet, which the local gold store reads, and
     by DDL, which writes no data. (Created by an append instead, Spark writes the data before it
     registers the table: a crash in between leaves files no table owns, and every later create
     there fails with LOCATION_ALREADY_EXISTS.)"""
@@ -181,10 +177,10 @@ def create_audit_table(spark: SparkSession, schema: str) -> None:
     spark.sql(f"CREATE TABLE IF NOT EXISTS {audit.audit_table_name(schema)} ({columns}) USING parquet")
 
 
-def pending_note(home: Path) -> str:
+def journal_note(home: LocalHome) -> str:
     """Where the audit rows of runs without Spark wait, in words for a report or an error line."""
     return (
-        f"audit rows not yet in apply_audit wait in {home / PENDING_AUDIT} (Parquet files, one per run "
+        f"audit rows not yet in apply_audit wait in {home.audit_journal} (Parquet files, one per run "
         "and stage); the next local Spark session (offsetlake sql) folds them in"
     )
 
@@ -193,9 +189,9 @@ def _append_missing(spark: SparkSession, schema: str, files: Sequence[Path]) -> 
     """The rows of ``files`` whose batch the table lacks, appended in one file (one commit)."""
     table = audit.audit_table_name(schema)
     create_audit_table(spark, schema)
-    pending = spark.read.schema(audit.audit_schema()).parquet(*(str(path) for path in files))
+    journal = spark.read.schema(audit.audit_schema()).parquet(*(str(path) for path in files))
     present = spark.table(table).select(*BATCH_ID).distinct()
-    missing = pending.join(present, list(BATCH_ID), "left_anti").select(*AUDIT_SCHEMA.names)
+    missing = journal.join(present, list(BATCH_ID), "left_anti").select(*AUDIT_SCHEMA.names)
     missing.coalesce(1).write.mode("append").saveAsTable(table)
 
 
@@ -219,7 +215,7 @@ def _readable(path: Path) -> bool:
     aside = path.with_name(path.name + ".unreadable")
     path.replace(aside)
     print(
-        f"offsetlake: pending audit file {path} cannot be folded ({problem}); moved to {aside}",
+        f"offsetlake: audit journal file {path} cannot be folded ({problem}); moved to {aside}",
         file=sys.stderr,
     )
     return False

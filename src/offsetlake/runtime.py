@@ -1,4 +1,7 @@
-"""The Spark session of a job task: the Databricks runtime's on Databricks, a local one elsewhere.
+"""Where a command runs, and its Spark session: the Databricks runtime's there, a local one elsewhere.
+
+Asked by the entry points only (the CLI, which is also the Databricks job tasks' entry): apply and
+mm2_reset take the store or session they are given and never ask where they run.
 
 On Databricks (a classic job cluster or serverless jobs) the session belongs to the runtime: it is
 taken the way the Databricks CLI's job template takes it, ``from databricks.sdk.runtime import
@@ -122,25 +125,11 @@ def _attached_session() -> Any:
 def get_spark(environ: Mapping[str, str] | None = None) -> SparkSession:
     """The runtime's session on Databricks (never a local JVM there), the local one elsewhere.
 
-    Only a session: a caller that reads ``apply_audit`` through a local one folds the audit rows
-    runs without Spark left pending first (:func:`fold_local_audit`).
+    Only a session, never a write: a local command that reads ``apply_audit`` through it folds the
+    home's audit journal first, as its own step (offsetlake.local.audit_journal.fold_journal).
     """
     if on_databricks(environ):
         return databricks_session(environ)
     from offsetlake.local.spark import get_local_spark
 
     return get_local_spark()
-
-
-def fold_local_audit(spark: SparkSession, environ: Mapping[str, str] | None = None) -> int:
-    """Off Databricks, fold the audit rows a run without Spark left under the local home into
-    ``apply_audit`` through ``spark`` (offsetlake.apply.pending_audit), so what the session reads
-    holds every audited run; the number of files folded. On Databricks there is nothing to fold:
-    every run there appends to ``apply_audit`` itself.
-    """
-    if on_databricks(environ):
-        return 0
-    from offsetlake.apply.pending_audit import fold_pending_audit
-    from offsetlake.local.home import local_home
-
-    return fold_pending_audit(spark, local_home())
