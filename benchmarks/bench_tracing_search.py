@@ -107,13 +107,14 @@ def fill(bootstrap: str, partitions: int, records: int, preexisting: int) -> lis
     return filled
 
 
-def share(results: list[TracingResult]) -> tuple[int, int, int]:
-    """Probes, records read sequentially and group-partitions, over the call's partitions."""
+def share(results: list[TracingResult]) -> tuple[int, int, int, list[float]]:
+    """Probes, records read sequentially, group-partitions, and each partition's seconds."""
     costs = {
         (r.request.target_topic, r.request.target_partition, r.request.source_partition): r.cost
         for r in results
     }
-    return sum(c.probes for c in costs.values()), sum(c.scanned for c in costs.values()), len(results)
+    probes, scanned = sum(c.probes for c in costs.values()), sum(c.scanned for c in costs.values())
+    return probes, scanned, len(results), [c.seconds for c in costs.values()]
 
 
 def measure(bootstrap: str, options: argparse.Namespace) -> int:
@@ -132,15 +133,17 @@ def measure(bootstrap: str, options: argparse.Namespace) -> int:
         for upstream in random.sample(range(traced.sources[-1] + 2), options.positions)
     ]
     config = {"bootstrap.servers": bootstrap}
-    limits = SearchLimits(concurrency=options.concurrency)
+    limits = SearchLimits(timeout_s=options.timeout, concurrency=options.concurrency)
     names = TracingHeaderNames()
     calls, wrong, reasons = [], 0, 0
     probes = scanned = positions = 0
+    partition_s: list[float] = []
     for _ in range(options.repeat):
         started = time.monotonic()
         results = translate_from_tracing_headers(config, requests, names, limits)
         calls.append(time.monotonic() - started)
-        probes, scanned, positions = share(results)
+        probes, scanned, positions, seconds = share(results)
+        partition_s += seconds
         wrong += sum(
             result.translation.downstream_offset
             != filled[result.request.target_partition].expected(result.request.upstream_offset)
@@ -155,6 +158,10 @@ def measure(bootstrap: str, options: argparse.Namespace) -> int:
     )
     print(f"call ({options.concurrency} at once): median {call_s:.2f}s; runs {runs}")
     print(f"per group-partition: {call_s / positions * 1000:.2f} ms")
+    print(
+        f"per partition (its time, a sequential read's wait for its turn included): "
+        f"median {statistics.median(partition_s):.2f}s, max {max(partition_s):.2f}s"
+    )
     print(
         f"per group-partition: {probes / positions:.3f} probes, {scanned / positions:,.1f} records read "
         f"sequentially ({probes:,} probes, {scanned:,} records in all)"
@@ -190,6 +197,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--alone", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=SearchLimits().timeout_s, help="seconds a partition")
     options = parser.parse_args(argv)
     random.seed(7)
     print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)

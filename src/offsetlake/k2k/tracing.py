@@ -77,10 +77,7 @@ def traced_origin(headers: Headers, names: TracingHeaderNames) -> tuple[str, int
     or not a decimal number >= 0 (a repeated header: the last one counts, as Kafka's lastHeader)."""
     if not headers:
         return None
-    found: dict[str, bytes | None] = {}
-    for name, value in headers:
-        if name in (names.topic, names.partition, names.offset):
-            found[name] = value
+    found = dict(headers)  # one C call (a sequential read parses every record's): the last one wins
     topic, partition, offset = (found.get(names.topic), found.get(names.partition), found.get(names.offset))
     if not topic or partition is None or offset is None:
         return None
