@@ -1,4 +1,5 @@
-"""K2K tracing-header searches on a real target: reasons, not errors; bounded time; one per position."""
+"""K2K tracing-header searches on a real target: reasons, not errors; bounded time; one per position;
+the positions of one partition searched together, partitions by a pool."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ from collections.abc import Callable
 import pytest
 
 from offsetlake.k2k.tracing import TracingHeaderNames
-from offsetlake.kafka.tracing_reader import SearchLimits, TracingRequest, translate_from_tracing_headers
+from offsetlake.kafka.tracing_reader import (
+    SearchLimits,
+    TracingRequest,
+    TracingResult,
+    translate_from_tracing_headers,
+)
 from offsetlake_dev.local_cluster import LOOPBACK
-from tests.kafka_helpers import create_topic, produce_traced
+from tests.kafka_helpers import Traced, create_topic, produce_traced
 
 pytestmark = pytest.mark.kafka
 NAMES = TracingHeaderNames()
@@ -91,3 +97,79 @@ def test_an_unreachable_target_is_one_reason_for_every_request_in_bounded_time()
     assert all((r.translation.reason or "").startswith("target unreachable") for r in results)
     assert all(r.translation.downstream_offset is None for r in results)
     assert elapsed < 10, f"{elapsed:.1f}s: the first timeout answers for the rest"
+
+
+def _layout() -> list[Traced]:
+    """Two records that were on the target before, then orders[0] with a gap every 7th source offset
+    and orders[1] every 4th record: 150 records."""
+    layout: list[Traced] = [None, None]
+    source = 0
+    for index in range(148):
+        if index % 4 == 3:
+            layout.append(("orders", 1, index // 4))
+        else:
+            source += 2 if source % 7 == 6 else 1
+            layout.append(("orders", 0, source))
+    return layout
+
+
+def _answers(results: list[TracingResult]) -> list[tuple[int | None, bool, str | None]]:
+    return [(r.translation.downstream_offset, r.translation.exact, r.translation.reason) for r in results]
+
+
+@pytest.mark.parametrize(("records_per_probe", "reads_once"), [(1, False), (10**6, True)])
+def test_the_positions_of_one_partition_share_their_reads_and_answer_as_each_alone(
+    target_bootstrap: str, unique_name: Callable[[str], str], records_per_probe: int, reads_once: bool
+) -> None:
+    """Searched together (shared probes, or one sequential read when that costs less), 25 positions
+    cost fewer probes than their 25 searches alone, and each answer is the one its own search gives."""
+    topic = unique_name("east.orders")
+    create_topic(target_bootstrap, topic)
+    produce_traced(target_bootstrap, topic, _layout())
+    config = {"bootstrap.servers": target_bootstrap}
+    requests = [TracingRequest(topic, 0, "orders", 0, upstream) for upstream in range(0, 125, 5)]
+    alone = [translate_from_tracing_headers(config, [request], NAMES)[0] for request in requests]
+    together = translate_from_tracing_headers(
+        config, requests, NAMES, SearchLimits(records_per_probe=records_per_probe)
+    )
+    assert _answers(together) == _answers(alone)
+    assert all(answer[0] is not None and answer[2] is None for answer in _answers(alone)[1:])
+    [cost] = {result.cost for result in together}
+    assert cost.positions == len(requests)
+    assert (cost.scanned > 0) == reads_once
+    assert cost.probes < sum(result.translation.probes for result in alone) // 2
+    if reads_once:
+        extremes = together[0].translation.probes + together[-1].translation.probes
+        assert cost.probes <= extremes, "no probe past the two extremes' searches"
+
+
+def test_partitions_are_searched_by_a_pool_each_with_its_own_answers(
+    target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    """Two source partitions interleaved in one target partition and a missing target partition,
+    searched two at a time: each (target partition, source partition) answered on its own records."""
+    topic = unique_name("east.orders")
+    create_topic(target_bootstrap, topic)
+    layout = _layout()
+    offsets = produce_traced(target_bootstrap, topic, layout)
+    at = {origin: offset for origin, offset in zip(layout, offsets, strict=True) if origin is not None}
+    requests = [
+        *(TracingRequest(topic, 0, "orders", 0, upstream) for upstream in (8, 50, 100)),
+        *(TracingRequest(topic, 0, "orders", 1, upstream) for upstream in (3, 20, 40)),
+        TracingRequest(topic, 2, "orders", 2, 5),
+    ]
+    results = translate_from_tracing_headers(
+        {"bootstrap.servers": target_bootstrap}, requests, NAMES, SearchLimits(concurrency=2)
+    )
+    assert [result.request for result in results] == requests
+    answers = [result.translation.downstream_offset for result in results]
+    assert answers[:6] == [
+        at[("orders", 0, 8)],
+        at[("orders", 0, 50)],
+        at[("orders", 0, 100)],
+        at[("orders", 1, 3)],
+        at[("orders", 1, 20)],
+        at[("orders", 1, 36)] + 1,  # past the last replicated record of orders[1]: its next
+    ]
+    assert "has no partition 2" in (results[6].translation.reason or "")
+    assert [result.cost.positions for result in results] == [3, 3, 3, 3, 3, 3, 1]

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsetlake.errors import InvalidValueError
@@ -20,14 +20,20 @@ from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import (
     Probe,
     ProbeResult,
+    Scan,
     Scanned,
+    ScanResult,
     TracedRecord,
     TracingHeaderNames,
+    scan_pays,
     search_translation,
+    search_translations,
     traced_origin,
 )
 
 SOUGHT, OTHER, UNTRACED = "sought", "other", "untraced"
+SCAN_EVERYTHING = 10**9
+"""records_per_probe so high that reading the range once always pays."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,24 @@ def scanning_probe(partition: Partition, scan_limit: int | None = None) -> Probe
         return None
 
     return probe
+
+
+def list_scan(partition: Partition, stop_after: int | None = None) -> Scan:
+    """A sequential read of the list; ``stop_after``: its time runs out after that many records."""
+
+    def scan(start: int, end: int) -> ScanResult:
+        offsets = range(start, min(end, partition.high))
+        until = end
+        if stop_after is not None and stop_after < len(offsets):
+            offsets, until = offsets[:stop_after], start + stop_after
+        records = tuple(
+            TracedRecord(offset, partition.records[offset - partition.low][1])
+            for offset in offsets
+            if partition.records[offset - partition.low][0] == SOUGHT
+        )
+        return ScanResult(records, until, len(offsets))
+
+    return scan
 
 
 def oracle(partition: Partition, upstream: int) -> int | None:
@@ -181,3 +205,152 @@ def test_a_route_template_covers_k2ks_routing_strategies() -> None:
     assert TracingRoute("e", "eu.{topic}.copy").target_topic("orders") == "eu.orders.copy"
     assert TracingRoute("e", "all-orders").target_topic("orders") == "all-orders"
     assert TracingRoute("e", "eu.{topic}.copy").parts == ["eu.", ".copy"]
+
+
+def counted(probe: Probe) -> tuple[Probe, list[int]]:
+    calls: list[int] = []
+
+    def counting(start: int, end: int) -> ProbeResult:
+        calls.append(start)
+        return probe(start, end)
+
+    return counting, calls
+
+
+@settings(deadline=None)
+@given(
+    partitions(),
+    st.lists(st.integers(0, 200), max_size=40),
+    st.sampled_from([1, 8, SCAN_EVERYTHING]),
+    st.sampled_from([None, 1, 3]),
+)
+def test_batched_answers_equal_each_positions_own_search_for_fewer_probes(
+    partition: Partition, uppers: list[int], records_per_probe: int, scan_limit: int | None
+) -> None:
+    """Whatever the layout, and whether the batch searches or reads the range once: each U's answer
+    is the one its own search gives, and the batch never probes more than those searches did."""
+    where = "t[0] in x.t[0]"
+    probe, made = counted(scanning_probe(partition, scan_limit))
+    batch = search_translations(
+        probe,
+        list_scan(partition),
+        partition.low,
+        partition.high,
+        uppers,
+        where=where,
+        max_probes=10_000,
+        records_per_probe=records_per_probe,
+    )
+    assert set(batch.translations) == set(uppers)
+    assert batch.probes == len(made)
+    single_probes = 0
+    for upstream in set(uppers):
+        alone = search_translation(
+            scanning_probe(partition, scan_limit),
+            partition.low,
+            partition.high,
+            upstream,
+            where=where,
+            max_probes=10_000,
+        )
+        single_probes += alone.probes
+        got = batch.translations[upstream]
+        assert (got.downstream_offset, got.matched_source_offset, got.matched_target_offset) == (
+            alone.downstream_offset,
+            alone.matched_source_offset,
+            alone.matched_target_offset,
+        )
+        assert (got.exact, got.reason) == (alone.exact, alone.reason)
+        assert got.downstream_offset == oracle(partition, upstream)
+    assert batch.probes <= single_probes
+    assert batch.scanned <= len(partition.records)
+
+
+def dense() -> tuple[Partition, list[int]]:
+    """2,000 records: orders[0] with a gap every 7th source offset, another partition every 5th
+    record; 60 positions spread over it."""
+    records: list[tuple[str, int]] = []
+    source = 0
+    for target in range(2000):
+        if target % 5 == 0:
+            records.append((OTHER, target))
+        else:
+            source += 2 if source % 7 == 6 else 1
+            records.append((SOUGHT, source))
+    return Partition(100, tuple(records)), list(range(5, source, source // 60))
+
+
+def test_the_searches_of_one_partition_share_their_probes() -> None:
+    partition, uppers = dense()
+    where = "t[0] in x.t[0]"
+    alone = [
+        search_translation(scanning_probe(partition), partition.low, partition.high, upstream, where=where)
+        for upstream in uppers
+    ]
+    probe, made = counted(scanning_probe(partition))
+    batch = search_translations(
+        probe, list_scan(partition), partition.low, partition.high, uppers, where=where, records_per_probe=1
+    )
+    assert batch.scanned == 0, "reading 2,000 records costs more than 60 searches at one record a probe"
+    assert [batch.translations[upstream] for upstream in uppers] == alone, "the same answers, probes included"
+    assert len(made) == batch.probes < sum(single.probes for single in alone) * 3 // 4
+    assert len(made) == len(set(made)), "no probe is made twice"
+
+
+def test_a_dense_batch_reads_the_range_between_its_extremes_once() -> None:
+    partition, uppers = dense()
+    probe, made = counted(scanning_probe(partition))
+    batch = search_translations(
+        probe, list_scan(partition), partition.low, partition.high, uppers, where="w", records_per_probe=500
+    )
+    lowest, highest = batch.translations[uppers[0]], batch.translations[uppers[-1]]
+    assert lowest.matched_target_offset is not None and highest.matched_target_offset is not None
+    assert batch.scanned == highest.matched_target_offset + 1 - lowest.matched_target_offset
+    assert batch.probes == len(made) <= lowest.probes + highest.probes
+    assert all(
+        batch.translations[upstream].downstream_offset == oracle(partition, upstream) for upstream in uppers
+    )
+
+
+def test_the_crossover_weighs_one_read_against_the_searches_it_replaces() -> None:
+    assert scan_pays(100_000, 1_000, 500), "1,000 positions in 100,000 records: read them"
+    assert not scan_pays(100_000, 10, 500), "10 positions: 10 searches of ~13 probes are cheaper"
+    assert scan_pays(100, 1, 500), "a short range: one read"
+
+
+@settings(deadline=None)
+@given(partitions(), st.lists(st.integers(0, 200), min_size=3, max_size=30), st.integers(0, 20))
+def test_a_read_cut_short_by_its_time_still_answers_safely(
+    partition: Partition, uppers: list[int], stop_after: int
+) -> None:
+    batch = search_translations(
+        scanning_probe(partition),
+        list_scan(partition, stop_after),
+        partition.low,
+        partition.high,
+        uppers,
+        where="w",
+        records_per_probe=SCAN_EVERYTHING,
+    )
+    for upstream, got in batch.translations.items():
+        best = oracle(partition, upstream)
+        if got.reason is None:
+            assert got.downstream_offset == best
+        elif got.downstream_offset is not None:
+            assert best is not None and got.downstream_offset <= best, "may re-read, never skip"
+            assert got.matched_source_offset is not None and got.matched_source_offset <= upstream
+            assert "time limit" in got.reason
+
+
+def test_a_batch_keeps_the_reasons_a_single_search_gives() -> None:
+    empty = search_translations(
+        scanning_probe(Partition(7, ())), list_scan(Partition(7, ())), 7, 7, [3, 4], where="w"
+    )
+    assert {t.reason for t in empty.translations.values()} == {"target partition is empty (w)"}
+    assert empty.probes == 0
+    late = Partition(0, ((UNTRACED, -1), (SOUGHT, 57), (SOUGHT, 58), (SOUGHT, 59)))
+    batch = search_translations(scanning_probe(late), list_scan(late), 0, 4, [41, 50, 58, 70], where="w")
+    assert [batch.translations[u].downstream_offset for u in (41, 50, 58, 70)] == [None, None, 2, 4]
+    assert "57 > 50" in (batch.translations[50].reason or "")
+    with pytest.raises(ValueError, match=">= 0"):
+        search_translations(scanning_probe(late), list_scan(late), 0, 4, [-1, 3], where="w")

@@ -2,32 +2,43 @@
 
 Each request is a source group's committed position U on a source partition and the target
 partition K2K replicated it to; offsetlake.k2k.tracing does the search, this module gives it its
-probes: one assign-only consumer (never joins, never commits) is re-assigned at each probe's start
-offset and reads forward, small fetches, until a record of the sought source partition, the probe's
-end, the partition's end (librdkafka's partition-EOF event) or a bounded scan. Requests many groups
-share are searched once. Nothing here raises for a cluster or partition problem: it is the
-request's reason, and once the target has not answered, the requests left get that reason at once
-instead of each costing another timeout.
+reads. The requests of one (target partition, source partition) are searched together
+(:func:`offsetlake.k2k.tracing.search_translations`: shared probes, or one sequential read when
+there are many), so thousands of groups cost about one search per partition, not one per group.
+Partitions are searched by a small pool, each worker with its own assign-only consumers (never
+joins, never commits): one for probes (re-assigned at each probe's start offset, small fetches,
+reading forward to a record of the sought source partition, the probe's end, the partition's end
+or a bounded scan), one for sequential reads (large fetches). Requests many groups share are
+searched once. Nothing here raises for a cluster or partition problem: it is the request's reason,
+and once the target has not answered, the requests left get that reason at once instead of each
+costing another timeout.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import (
     DEFAULT_MAX_PROBES,
+    SCAN_RECORDS_PER_PROBE,
     ProbeResult,
     Scanned,
+    ScanResult,
     TracedRecord,
     TracingHeaderNames,
     TracingTranslation,
-    search_translation,
+    search_translations,
     traced_origin,
 )
 from offsetlake.kafka import clients
@@ -36,13 +47,23 @@ from offsetlake.kafka.range_reader import reader_consumer_config
 
 DEFAULT_SCAN_LIMIT: Final = 500
 """Records one probe reads past before it stops (a long stretch of untraced records)."""
+DEFAULT_CONCURRENCY: Final = 4
+"""Partitions searched at once: a probe mostly waits on the broker, a sequential read mostly
+parses headers in Python (one core), so a few workers overlap the waits without crowding it."""
 _POLL_SLICE_S: Final = 0.2
+_SCAN_BATCH: Final = 1000
 _SMALL_FETCHES: Final = {
     # A probe reads a few records and moves on: prefetching megabytes per re-assignment is waste.
     "max.partition.fetch.bytes": 65_536,
     "queued.max.messages.kbytes": 1024,
     # Measured on the local broker: each probe's first fetch took the whole fetch wait (librdkafka's
     # default 500 ms: 3.6 s per search; 50 ms: 0.42 s; 10 ms: 0.09 s). It only bounds an empty fetch.
+    "fetch.wait.max.ms": 10,
+}
+_LARGE_FETCHES: Final = {
+    # A sequential read: measured 65 us a record with the probes' 64 KiB fetches, 18-22 us with
+    # librdkafka's default 1 MiB (then bound by parsing headers); the queue bounded to 8 MiB.
+    "queued.max.messages.kbytes": 8192,
     "fetch.wait.max.ms": 10,
 }
 
@@ -64,21 +85,44 @@ class TracingRequest:
 
 
 @dataclass(frozen=True)
+class PartitionCost:
+    """What searching one (target partition, source partition) cost, shared by its positions."""
+
+    positions: int = 1
+    """Distinct positions searched together."""
+    probes: int = 0
+    """Probes made (each a re-assignment and a small fetch)."""
+    scanned: int = 0
+    """Records read by its one sequential read (0: none)."""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class TracingResult:
     request: TracingRequest
     translation: TracingTranslation
     seconds: float
+    """This request's share of its partition's search time."""
+    cost: PartitionCost = field(default_factory=PartitionCost)
 
 
 @dataclass(frozen=True)
 class SearchLimits:
-    """What one request's search may cost: wall time, fetches, records one probe reads past; and
-    what one call may cost in all (``budget_s``, None: no bound beyond each search's)."""
+    """What one partition's searches may cost: wall time (all its positions together), probes on
+    each position's path, records one probe reads past; how many partitions are searched at once;
+    where one sequential read replaces the searches (offsetlake.k2k.tracing.scan_pays); and what
+    one call may cost in all (``budget_s``, None: no bound beyond each partition's)."""
 
     timeout_s: float = 10.0
     max_probes: int = DEFAULT_MAX_PROBES
     scan_limit: int = DEFAULT_SCAN_LIMIT
     budget_s: float | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    records_per_probe: int = SCAN_RECORDS_PER_PROBE
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
 
 
 class _UnreachableError(Exception):
@@ -89,126 +133,288 @@ class _ReadFailedError(Exception):
     """A fetch failed for a reason other than time (e.g. the offset was deleted meanwhile)."""
 
 
+@dataclass(frozen=True)
+class _PartitionKey:
+    """The requests searched together: one source partition's positions in one target partition."""
+
+    target_topic: str
+    target_partition: int
+    source_topic: str
+    source_partition: int
+
+    @classmethod
+    def of(cls, request: TracingRequest) -> _PartitionKey:
+        return cls(
+            request.target_topic, request.target_partition, request.source_topic, request.source_partition
+        )
+
+    @property
+    def where(self) -> str:
+        return f"{self.source_topic}[{self.source_partition}] in {self.target_topic}[{self.target_partition}]"
+
+
 def translate_from_tracing_headers(
     config: Mapping[str, Any],
     requests: Iterable[TracingRequest],
     names: TracingHeaderNames,
     limits: SearchLimits = SearchLimits(),
 ) -> list[TracingResult]:
-    """One result per distinct request (``config``: the target's librdkafka settings), each search
-    bounded by ``limits``, and the whole call by ``limits.budget_s``: the requests left when it runs
-    out get that reason without a fetch."""
+    """One result per distinct request, in their order (``config``: the target's librdkafka
+    settings), each partition's searches bounded by ``limits``, and the whole call by
+    ``limits.budget_s``: the partitions left when it runs out get that reason without a fetch."""
     unique = list(dict.fromkeys(requests))
-    if not unique:
+    by_partition: dict[_PartitionKey, list[TracingRequest]] = defaultdict(list)
+    for request in unique:
+        by_partition[_PartitionKey.of(request)].append(request)
+    if not by_partition:
         return []
-    results: list[TracingResult] = []
-    stopped: str | None = None
-    """Why the requests left are not searched (the target stopped answering, the budget ran out)."""
+    call = _Call(limits)
+    workers = min(limits.concurrency, len(by_partition))
     consumer_config = {**reader_consumer_config(config, fail_on_data_loss=True), **_SMALL_FETCHES}
-    budget_ends = None if limits.budget_s is None else time.monotonic() + limits.budget_s
-    with clients.consumer(consumer_config) as consumer:
-        for request in unique:
-            started = time.monotonic()
-            if stopped is None and budget_ends is not None and started > budget_ends:
-                stopped = f"not searched: this call's budget of {limits.budget_s:g} s ran out"
-            if stopped is None:
-                try:
-                    translation = _PartitionSearch(consumer, request, names, limits).run()
-                except _UnreachableError as error:
-                    stopped = f"target unreachable: {error}"
-            if stopped is not None:
-                translation = TracingTranslation(None, reason=stopped)
-            results.append(TracingResult(request, translation, time.monotonic() - started))
-    return results
+    scan_config = {**reader_consumer_config(config, fail_on_data_loss=True), **_LARGE_FETCHES}
+    found: dict[TracingRequest, TracingResult] = {}
+    with ExitStack() as stack:
+        readers: queue.Queue[_Readers] = queue.Queue()
+        for _ in range(workers):
+            readers.put(_Readers(stack, consumer_config, scan_config))
+
+        def search(key: _PartitionKey, group: Sequence[TracingRequest]) -> list[TracingResult]:
+            reader = readers.get()
+            try:
+                return call.search(reader, key, group, names)
+            finally:
+                readers.put(reader)
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="k2k-tracing") as pool:
+            for results in pool.map(search, by_partition, by_partition.values()):
+                found |= {result.request: result for result in results}
+    return [found[request] for request in unique]
+
+
+class _Readers:
+    """One worker's consumers: probes' (small fetches) and, made when first needed, reads' (large)."""
+
+    def __init__(
+        self, stack: ExitStack, probe_config: Mapping[str, Any], scan_config: Mapping[str, Any]
+    ) -> None:
+        self.stack, self.scan_config = stack, scan_config
+        self.probes = stack.enter_context(clients.consumer(probe_config))
+        self._scans: Consumer | None = None
+
+    @property
+    def scans(self) -> Consumer:
+        if self._scans is None:
+            self._scans = self.stack.enter_context(clients.consumer(self.scan_config))
+        return self._scans
+
+    @contextmanager
+    def assigned(self) -> Iterator[None]:
+        try:
+            yield
+        finally:
+            self.probes.unassign()
+            if self._scans is not None:
+                self._scans.unassign()
+
+
+class _Call:
+    """What the partitions searched in one call share: the budget and why the rest are not searched."""
+
+    def __init__(self, limits: SearchLimits) -> None:
+        self.limits = limits
+        self.budget_ends = None if limits.budget_s is None else time.monotonic() + limits.budget_s
+        self._stopped: str | None = None
+        self._lock = threading.Lock()
+        self.scan_turn = threading.Lock()
+        """Held by the one sequential read running (_PartitionSearch.scan)."""
+
+    def stop(self, reason: str) -> str:
+        """The first reason to stop wins: every search not yet started gets it."""
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = reason
+            return self._stopped
+
+    def search(
+        self,
+        readers: _Readers,
+        key: _PartitionKey,
+        group: Sequence[TracingRequest],
+        names: TracingHeaderNames,
+    ) -> list[TracingResult]:
+        started = time.monotonic()
+        if self.budget_ends is not None and started > self.budget_ends:
+            self.stop(f"not searched: this call's budget of {self.limits.budget_s:g} s ran out")
+        stopped = self._stopped
+        if stopped is None:
+            try:
+                search = _PartitionSearch(readers, key, names, self.limits, self.scan_turn)
+                return search.run(group, started)
+            except _UnreachableError as error:
+                stopped = self.stop(f"target unreachable: {error}")
+        cost = PartitionCost(positions=len(group), seconds=time.monotonic() - started)
+        share = cost.seconds / len(group)
+        return [
+            TracingResult(request, TracingTranslation(None, reason=stopped), share, cost) for request in group
+        ]
 
 
 class _PartitionSearch:
-    """One request's search: its consumer's probes over the target partition, within its limits."""
+    """One partition's searches: its worker's probes and sequential read, within its limits."""
 
     def __init__(
-        self, consumer: Consumer, request: TracingRequest, names: TracingHeaderNames, limits: SearchLimits
+        self,
+        readers: _Readers,
+        key: _PartitionKey,
+        names: TracingHeaderNames,
+        limits: SearchLimits,
+        scan_turn: threading.Lock,
     ) -> None:
-        self.consumer, self.request, self.names, self.limits = consumer, request, names, limits
+        self.readers, self.key, self.names, self.limits = readers, key, names, limits
+        self.scan_turn = scan_turn
         self.deadline = time.monotonic() + limits.timeout_s
+        self.partition = TopicPartition(key.target_topic, key.target_partition)
 
-    def run(self) -> TracingTranslation:
-        missing = self._missing_partition()
-        if missing is not None:
-            return TracingTranslation(None, reason=missing)
-        request = self.request
-        partition = TopicPartition(request.target_topic, request.target_partition)
-        try:
-            low, high = self.consumer.get_watermark_offsets(
-                partition, timeout=self.limits.timeout_s, cached=False
-            )
-        except KafkaException as error:
-            raise _UnreachableError(
-                f"listing the offsets of {request.where}: {error.args[0].str()}"
-            ) from error
-        try:
-            return search_translation(
-                self.probe,
-                low,
-                high,
-                request.upstream_offset,
-                where=request.where,
-                max_probes=self.limits.max_probes,
-                expired=self.expired,
-            )
-        except _ReadFailedError as error:
-            return TracingTranslation(None, reason=f"reading {request.where} failed: {error}")
-        finally:
-            self.consumer.unassign()
+    def run(self, group: Sequence[TracingRequest], started: float) -> list[TracingResult]:
+        uppers = [request.upstream_offset for request in group]
+        cost = PartitionCost(positions=len(group))
+        answers: Mapping[int, TracingTranslation]
+        with self.readers.assigned():
+            missing = self._missing_partition()
+            if missing is not None:
+                answers = dict.fromkeys(uppers, TracingTranslation(None, reason=missing))
+            else:
+                try:
+                    batch = search_translations(
+                        self.probe,
+                        self.scan,
+                        *self._watermarks(),
+                        uppers,
+                        where=self.key.where,
+                        max_probes=self.limits.max_probes,
+                        expired=self.expired,
+                        records_per_probe=self.limits.records_per_probe,
+                    )
+                    answers = batch.translations
+                    cost = PartitionCost(len(group), batch.probes, batch.scanned)
+                except _ReadFailedError as error:
+                    answers = dict.fromkeys(
+                        uppers, TracingTranslation(None, reason=f"reading {self.key.where} failed: {error}")
+                    )
+        seconds = time.monotonic() - started
+        cost = PartitionCost(cost.positions, cost.probes, cost.scanned, seconds)
+        share = seconds / len(group)
+        return [TracingResult(request, answers[request.upstream_offset], share, cost) for request in group]
 
     def expired(self) -> bool:
         return time.monotonic() >= self.deadline
 
+    def _watermarks(self) -> tuple[int, int]:
+        try:
+            return self.readers.probes.get_watermark_offsets(
+                self.partition, timeout=self.limits.timeout_s, cached=False
+            )
+        except KafkaException as error:
+            raise _UnreachableError(
+                f"listing the offsets of {self.key.where}: {error.args[0].str()}"
+            ) from error
+
     def _missing_partition(self) -> str | None:
         """Why the target partition cannot be searched (no topic, no such partition), or None."""
-        request = self.request
+        key = self.key
         try:
-            metadata = self.consumer.list_topics(request.target_topic, timeout=self.limits.timeout_s)
+            metadata = self.readers.probes.list_topics(key.target_topic, timeout=self.limits.timeout_s)
         except KafkaException as error:
-            raise _UnreachableError(f"listing topic {request.target_topic}: {error.args[0].str()}") from error
-        topic = metadata.topics.get(request.target_topic)
+            raise _UnreachableError(f"listing topic {key.target_topic}: {error.args[0].str()}") from error
+        topic = metadata.topics.get(key.target_topic)
         if topic is None or topic.error is not None:
-            return f"target topic {request.target_topic} does not exist ({request.where})"
-        if request.target_partition not in topic.partitions:
+            return f"target topic {key.target_topic} does not exist ({key.where})"
+        if key.target_partition not in topic.partitions:
             return (
-                f"target topic {request.target_topic} has no partition {request.target_partition} "
+                f"target topic {key.target_topic} has no partition {key.target_partition} "
                 f"({len(topic.partitions)} partitions; K2K is assumed to keep the source partition)"
             )
         return None
 
+    def _sought(self, message: Message) -> TracedRecord | None:
+        origin = traced_origin(message.headers(), self.names)
+        if origin is not None and origin[:2] == (self.key.source_topic, self.key.source_partition):
+            return TracedRecord(message.offset(), origin[2])
+        return None
+
+    def _remaining(self) -> float:
+        return min(_POLL_SLICE_S, max(0.0, self.deadline - time.monotonic()))
+
     def probe(self, start: int, end: int) -> ProbeResult:
-        """The first record of the request's source partition in [start, end), None, or where it stopped."""
-        request = self.request
-        self.consumer.assign([TopicPartition(request.target_topic, request.target_partition, start)])
+        """The first record of the sought source partition in [start, end), None, or where it stopped."""
+        consumer = self.readers.probes
+        consumer.assign([TopicPartition(self.key.target_topic, self.key.target_partition, start)])
         scanned, next_offset = 0, start
         while not self.expired():
             # poll, not consume(n): consume waits out its timeout unless n records arrive.
-            message = self.consumer.poll(min(_POLL_SLICE_S, max(0.0, self.deadline - time.monotonic())))
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    return None
-                if error.fatal() or not error.retriable():
-                    raise _ReadFailedError(error.str())
+            message = consumer.poll(self._remaining())
+            if message is None or not _readable(message):
                 continue
             offset = message.offset()
             if offset < start:  # a fetch of the previous assignment still queued
                 continue
-            if offset >= end:
+            if offset >= end or _at_end(message):
                 return None
-            origin = traced_origin(message.headers(), self.names)
-            if origin is not None and origin[:2] == (request.source_topic, request.source_partition):
-                return TracedRecord(offset, origin[2])
+            found = self._sought(message)
+            if found is not None:
+                return found
             scanned, next_offset = scanned + 1, offset + 1
             if scanned >= self.limits.scan_limit:
                 return Scanned(next_offset)
         return Scanned(next_offset)
+
+    def scan(self, start: int, end: int) -> ScanResult:
+        """[start, end) read once, in large fetches, until done or the partition's time is up.
+
+        One read at a time in a call: a read is bound by parsing headers in Python (one core), so
+        reads side by side only slow each other past their partitions' time. The wait for its turn
+        does not count against the partition's time."""
+        waiting = time.monotonic()
+        with self.scan_turn:
+            self.deadline += time.monotonic() - waiting
+            return self._scan(start, end)
+
+    def _scan(self, start: int, end: int) -> ScanResult:
+        consumer = self.readers.scans
+        consumer.assign([TopicPartition(self.key.target_topic, self.key.target_partition, start)])
+        records: list[TracedRecord] = []
+        read, until = 0, start
+        while until < end and not self.expired():
+            for message in consumer.consume(_SCAN_BATCH, self._remaining()):
+                if not _readable(message):
+                    continue
+                if _at_end(message):
+                    return ScanResult(tuple(records), end, read)  # nothing more up to the log end
+                offset = message.offset()
+                if offset < start:
+                    continue
+                if offset >= end:
+                    return ScanResult(tuple(records), end, read)
+                read, until = read + 1, offset + 1
+                found = self._sought(message)
+                if found is not None:
+                    records.append(found)
+        return ScanResult(tuple(records), until, read)
+
+
+def _readable(message: Message) -> bool:
+    """A record, or the partition's end; False for a passing error; raises for a failed read."""
+    error = message.error()
+    if error is None or error.code() == KafkaError._PARTITION_EOF:
+        return True
+    if error.fatal() or not error.retriable():
+        raise _ReadFailedError(error.str())
+    return False
+
+
+def _at_end(message: Message) -> bool:
+    error = message.error()
+    return error is not None and error.code() == KafkaError._PARTITION_EOF
 
 
 @dataclass(frozen=True)
