@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from offsetlake.apply.job import ApplyRequest, ApplyResult, ApplyStatus
+from offsetlake.apply.run import ApplyRequest, ApplyResult, ApplyStatus
 from offsetlake.apply.tail_merge import TailMerge
 from offsetlake.cli.render import tail_lines
 from offsetlake.kafka.checkpoint_tail import UnreadablePartition

@@ -13,7 +13,7 @@ from offsetlake.cli.clusters import resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_regex
 from offsetlake.kafka.secrets import target_client_config
-from offsetlake.mm2_reset.job import ClientConfig, ResetRequest, run_reset
+from offsetlake.mm2_reset.run import ClientConfig, ResetRequest, run_reset
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

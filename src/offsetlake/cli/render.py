@@ -15,14 +15,14 @@ from tabulate import tabulate
 
 from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
-from offsetlake.apply.job import ApplyResult, ApplyStatus
 from offsetlake.apply.planner import Action, PlanRow
 from offsetlake.apply.reasons import Flag
+from offsetlake.apply.run import ApplyResult, ApplyStatus
 from offsetlake.durations import format_duration
-from offsetlake.jobs.failover import ClusterCheck, FailoverResult
+from offsetlake.failover.run import ClusterCheck, FailoverResult
 from offsetlake.local.pipeline_run import PipelineRunResult
-from offsetlake.mm2_reset.job import ResetResult, RestReset, TombstoneReset
 from offsetlake.mm2_reset.plan import ResetAction, Truncation
+from offsetlake.mm2_reset.run import ResetResult, RestReset, TombstoneReset
 
 PLAN_HEADERS = (
     "group",
