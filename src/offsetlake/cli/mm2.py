@@ -97,7 +97,7 @@ def request_from_args(args: argparse.Namespace) -> ResetRequest:
 
 def _client_config(args: argparse.Namespace, context: Context) -> ClientConfig:
     """librdkafka settings for a cluster of this command, resolved by offsetlake.cli.clusters when
-    the job first needs it (a reset through --connect-url alone needs no Kafka cluster)."""
+    the reset first needs it (a reset through --connect-url alone needs no Kafka cluster)."""
 
     def config_for(bootstrap: str | None) -> dict[str, str]:
         clusters = resolve_clusters(args, sources=False, secrets=context.secrets, target_flag=bootstrap)

@@ -1,6 +1,6 @@
 """Everything the command line prints: tables (one printer, tabulate), plan and apply summaries.
 
-Rendering is kept apart from the jobs so the demo, the CLI and the Databricks task print the same
+Rendering is kept apart from the runs so the demo, the CLI and the Databricks task print the same
 lines from the same typed results.
 """
 
