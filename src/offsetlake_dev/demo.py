@@ -34,8 +34,8 @@ from typing import TextIO
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import ActiveGroupPolicy
+from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.cli import render
 from offsetlake.cli.stores import gold_store_for
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError

@@ -35,9 +35,9 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicP
 from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply import audit
-from offsetlake.apply import job as apply_job
-from offsetlake.apply.job import ApplyRequest, ApplyStatus
+from offsetlake.apply import run as apply_run
 from offsetlake.apply.planner import TargetState
+from offsetlake.apply.run import ApplyRequest, ApplyStatus
 from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.cli import stores
 from offsetlake.cli.context import Context
@@ -380,14 +380,14 @@ def test_a_group_that_becomes_active_between_plan_and_alter_is_left_alone(
     harness.write_latest(
         [Translation(joined, topic, 3, minutes_ago(1)), Translation(idle, topic, 3, minutes_ago(1))]
     )
-    real_execute = apply_job.execute_plan
+    real_execute = apply_run.execute_plan
 
     def join_then_execute(*args: Any, **kwargs: Any) -> Any:
         # Planned while nobody consumed; a member joins before the executor describes it again.
         with active_consumer(target_bootstrap, joined, topic):
             return real_execute(*args, **kwargs)
 
-    monkeypatch.setattr(apply_job, "execute_plan", join_then_execute)
+    monkeypatch.setattr(apply_run, "execute_plan", join_then_execute)
     refused = harness.run("apply")
     assert refused.exit_code == ApplyStatus.REFUSED, refused
     assert "groups became active during the run and were not altered" in refused.stderr
@@ -653,14 +653,14 @@ def test_the_target_dying_mid_run_fails_clearly(
     topic = filled_topic(bootstrap, unique_name("doomed"))
     groups = [unique_name("doomed-app") for _ in range(3)]
     harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
-    real_execute = apply_job.execute_plan
+    real_execute = apply_run.execute_plan
 
     def kill_broker_then_execute(*args: Any, **kwargs: Any) -> Any:
         os.kill(broker.pid, signal.SIGKILL)
         broker.wait(timeout=10)
         return real_execute(*args, **kwargs)
 
-    monkeypatch.setattr(apply_job, "execute_plan", kill_broker_then_execute)
+    monkeypatch.setattr(apply_run, "execute_plan", kill_broker_then_execute)
     died = harness.run("apply", "--timeout", "3", bootstrap=bootstrap)
     assert died.exit_code == ApplyStatus.FAILED, died
     assert "stopped early, the target stopped answering" in died.stderr
@@ -1065,7 +1065,7 @@ def test_the_k2k_guard_from_the_target_read_to_the_audit(
     topics = [filled_topic(target_bootstrap, unique_name(name)) for name in ("orders", "payments")]
     group = unique_name("k2k-managed")
     kept = _commit_k2k_guard(target_bootstrap, group, topics[0])
-    read = apply_job.read_target_state
+    read = apply_run.read_target_state
 
     def with_the_guard(*args: Any, **kwargs: Any) -> TargetState:
         state = read(*args, **kwargs)
@@ -1074,7 +1074,7 @@ def test_the_k2k_guard_from_the_target_read_to_the_audit(
         return replace(state, groups={**state.groups, group: replace(described, committed=committed)})
 
     if not kept:
-        monkeypatch.setattr(apply_job, "read_target_state", with_the_guard)
+        monkeypatch.setattr(apply_run, "read_target_state", with_the_guard)
     harness.write_latest([Translation(group, topic, 6, minutes_ago(1)) for topic in topics])
 
     planned = harness.run("plan", "--k2k-guard-prefix", "k2k_v3")

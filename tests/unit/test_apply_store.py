@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from offsetlake.apply import audit
-from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import Action, PlanRow, Selection
 from offsetlake.apply.reasons import NoTranslation
+from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.store import GoldStore
 from offsetlake.local import audit_journal
 from offsetlake.local.audit_journal import (

@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult
-from offsetlake.apply.job import ApplyRequest, ApplyResult, ApplyStatus, Verdict, verdict
 from offsetlake.apply.planner import Action, ActiveGroupPolicy, PlanRow
 from offsetlake.apply.reasons import (
     ActiveDuringRun,
@@ -24,6 +23,7 @@ from offsetlake.apply.reasons import (
     StoppedEarly,
     Tally,
 )
+from offsetlake.apply.run import ApplyRequest, ApplyResult, ApplyStatus, Verdict, verdict
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 RUN = "20261121T120000Z-0a1b2c3d"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from offsetlake.kafka.connect_rest import ConnectRest, ConnectRestError
-from offsetlake.mm2_reset.job import ResetRequest, run_rest_reset
 from offsetlake.mm2_reset.plan import ResetAction
+from offsetlake.mm2_reset.run import ResetRequest, run_rest_reset
 
 CONNECTOR = "MirrorSourceConnector"
 

@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from offsetlake.apply.gold import GoldTableError
-from offsetlake.apply.job import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.planner import Selection
+from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.cli import pipeline as cli_pipeline
 from offsetlake.cli import stores
 from offsetlake.cli.context import Context

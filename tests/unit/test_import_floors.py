@@ -58,7 +58,7 @@ def test_the_stated_floors_hold() -> None:
         ),
         (
             "apply/planner.py",
-            "\n\ndef _loop() -> None:\n    from offsetlake.apply import job  # noqa: F401\n",
+            "\n\ndef _loop() -> None:\n    from offsetlake.apply import run  # noqa: F401\n",
             "No cycles are allowed in offsetlake.apply",
         ),
         ("floor/__init__.py", '"""A new top-level package, on no floor."""\n', "offsetlake.floor"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from offsetlake.apply.catch_up import replaces
 from offsetlake.apply.k2k_search import METHOD, merge_searched
 from offsetlake.apply.planner import GoldOffset
+from offsetlake.apply.tail_merge import tail_replaces
 from offsetlake.k2k.tracing import TracingTranslation
 from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.kafka.tracing_reader import TracingLookup, TracingRequest, TracingResult
@@ -50,7 +50,7 @@ def test_a_search_that_now_finds_more_replicated_records_replaces_the_pipelines_
     # At the refresh, U=100 was past the last replicated record (its next offset: 91); now exact.
     result = merge_searched([gold("a", 100, 91, METHOD)], [lookup("a", 100, 104)], METHODS)
     now = only(result.offsets, "a")
-    assert (now.downstream_offset, now.method, now.pending) == (104, METHOD, True)
+    assert (now.downstream_offset, now.method, now.from_tail) == (104, METHOD, True)
     assert now.observed_at == SNAPSHOT, "observed at the snapshot's time, as the pipeline records it"
     assert (result.searched, result.replaced, result.unanswered) == (1, 1, ())
 
@@ -83,5 +83,5 @@ def test_a_group_gold_never_translated_is_added_and_a_reason_leaves_gold_alone()
 def test_replaces_follows_the_configured_precedence() -> None:
     searched = gold("a", 100, 104, METHOD)
     sync = gold("a", 100, 95, "offset_sync")
-    assert replaces(searched, sync, METHODS)
-    assert not replaces(searched, sync, ("offset_sync", METHOD, "mapping", "checkpoint"))
+    assert tail_replaces(searched, sync, METHODS)
+    assert not tail_replaces(searched, sync, ("offset_sync", METHOD, "mapping", "checkpoint"))

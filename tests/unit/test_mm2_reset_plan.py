@@ -178,7 +178,7 @@ def test_a_truncation_verifies_when_each_log_start_reached_the_planned_end() -> 
 
 def test_audit_rows_record_placement_and_verify_only_what_an_executed_run_altered() -> None:
     from offsetlake.mm2_reset.audit import rest_records, tombstone_records
-    from offsetlake.mm2_reset.job import ResetRequest
+    from offsetlake.mm2_reset.run import ResetRequest
 
     rows = plan_reset([_stored("orders"), _stored("orders", partition=1)], PARTITIONS, CONNECTOR, None)
     executed = ResetRequest(CONNECTOR, "connect-offsets", execute=True)
@@ -213,4 +213,4 @@ def test_the_audit_does_not_import_the_job_that_appends_to_it() -> None:
         if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    assert "offsetlake.mm2_reset.job" not in imported
+    assert "offsetlake.mm2_reset.run" not in imported

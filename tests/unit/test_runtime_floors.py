@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "offsetlake"
 FEATURES = sorted([*PACKAGE.glob("apply/*.py"), *PACKAGE.glob("mm2_reset/*.py")])
 ASKING = {"on_databricks", "local_home", "get_spark", "get_local_spark", "command_home"}
 """Calls that find where a command runs, its home or its session."""
-ABOVE_APPLY = ("offsetlake.local", "offsetlake.runtime", "offsetlake.jobs", "offsetlake.cli")
-ABOVE_FEATURES = ("offsetlake.runtime", "offsetlake.jobs", "offsetlake.cli", "offsetlake.local.spark")
+ABOVE_APPLY = ("offsetlake.local", "offsetlake.runtime", "offsetlake.failover", "offsetlake.cli")
+ABOVE_FEATURES = ("offsetlake.runtime", "offsetlake.failover", "offsetlake.cli", "offsetlake.local.spark")
 
 
 def imported(tree: ast.AST) -> set[str]:
@@ -45,5 +45,5 @@ def test_a_feature_module_is_handed_its_store_session_and_home(path: Path) -> No
 
 
 def test_the_check_sees_the_modules() -> None:
-    assert {"job.py", "store.py"} <= {path.name for path in FEATURES if path.parent.name == "apply"}
-    assert "job.py" in {path.name for path in FEATURES if path.parent.name == "mm2_reset"}
+    assert {"run.py", "store.py"} <= {path.name for path in FEATURES if path.parent.name == "apply"}
+    assert "run.py" in {path.name for path in FEATURES if path.parent.name == "mm2_reset"}

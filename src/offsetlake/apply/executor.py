@@ -147,7 +147,7 @@ def execute_plan(
     stopping = threading.Event()
     finished: dict[str, list[PartitionResult]] = {}
     in_flight: dict[Future[_GroupOutcome], str] = {}
-    pending = iter(sorted(rows_by_group))
+    queued = iter(sorted(rows_by_group))
     stopped_because: str | None = None
     interrupted: StopSignalError | None = None
     abandon_at = float("inf")
@@ -163,7 +163,7 @@ def execute_plan(
     try:
         while True:
             while stopped_because is None and len(in_flight) < concurrency:
-                group = next(pending, None)
+                group = next(queued, None)
                 if group is None:
                     break
                 future = pool.submit(

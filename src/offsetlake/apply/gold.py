@@ -1,4 +1,4 @@
-"""Reads the translated offsets the apply job writes: gold ``latest_offsets`` or ``offset_history``.
+"""Reads the translated offsets the apply commits: gold ``latest_offsets`` or ``offset_history``.
 
 Timestamps leave Spark as epoch microseconds and become UTC datetimes here: PySpark's collect()
 turns TIMESTAMP values into naive datetimes in the driver's local time zone, which would shift
@@ -52,7 +52,7 @@ UPSTREAM = "upstream_offset"
 
 
 class GoldTableError(ExternalError, ValueError):
-    """The gold table is missing or holds rows the apply job cannot use."""
+    """The gold table is missing or holds rows the apply cannot use."""
 
 
 def table_name(table: str, schema: str, catalog: str | None = None) -> str:
@@ -343,6 +343,6 @@ def _upstream(frame: DataFrame) -> tuple[str, ...]:
 
 
 def null_row_error(name: str, row: dict[str, object]) -> GoldTableError:
-    """A gold row the apply job cannot use: which required columns are NULL, and the row."""
+    """A gold row the apply cannot use: which required columns are NULL, and the row."""
     missing = [column for column in _REQUIRED if row.get(column) is None]
     return GoldTableError(f"gold table {name} has a row with NULL {', '.join(missing)}: {row}")

@@ -1,4 +1,4 @@
-"""Gold rows as the apply job takes them, each rule once for both gold stores.
+"""Gold rows as the apply takes them, each rule once for both gold stores.
 
 Both stores only scan: they hand over gold's columns, filtered, as an Arrow table (the Spark store
 through ``toArrow``, the local one from the Parquet files), and the rules are here:
@@ -144,7 +144,7 @@ def data_loss_totals(table: pa.Table, selection: Selection) -> list[GroupDataLos
 
 def gold_offsets(table: pa.Table, name: str, *, observed: str) -> list[GoldOffset]:
     """GoldOffsets from gold columns (``observed``: the column ``observed_at`` comes from, either
-    timestamp; upstream_offset when there). A NULL in a column the apply job needs is a
+    timestamp; upstream_offset when there). A NULL in a column the apply needs is a
     GoldTableError naming the row."""
     source_micros = _micros(table["source_timestamp"])
     observed_micros = _micros(table[observed])

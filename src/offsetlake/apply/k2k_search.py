@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from offsetlake.apply.catch_up import Key, gold_key, replaces
 from offsetlake.apply.planner import GoldOffset
+from offsetlake.apply.tail_merge import Key, gold_key, tail_replaces
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.kafka.group_offsets import GroupOffset
@@ -67,7 +67,7 @@ def search_newest_snapshots(
 def merge_searched(
     gold: Sequence[GoldOffset], lookups: Sequence[tuple[str, TracingLookup]], precedence: Sequence[str]
 ) -> SearchedNow:
-    """Pure: gold's rows with every key the search translates more freshly replaced (``pending``)."""
+    """Pure: gold's rows with every key the search translates more freshly replaced (``from_tail``)."""
     by_key: dict[Key, GoldOffset] = {gold_key(offset): offset for offset in gold}
     replaced = 0
     unanswered: list[str] = []
@@ -80,7 +80,7 @@ def merge_searched(
         current = by_key.get(key)
         if current is not None and current.method == METHOD and _same(current, candidate):
             continue  # the pipeline's search of this snapshot said the same
-        if current is None or replaces(candidate, current, precedence):
+        if current is None or tail_replaces(candidate, current, precedence):
             by_key[key] = candidate
             replaced += 1
     return SearchedNow(tuple(by_key.values()), len(lookups), replaced, tuple(unanswered))
@@ -102,7 +102,7 @@ def _translation(alias: str, lookup: TracingLookup) -> GoldOffset | None:
         observed_at=snapshot.snapshot_time,
         metadata=snapshot.metadata,
         upstream_offset=lookup.request.upstream_offset,
-        pending=True,
+        from_tail=True,
     )
 
 

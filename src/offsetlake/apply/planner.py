@@ -97,9 +97,10 @@ class GoldOffset:
     """The source group's own commit metadata (from its checkpoint or snapshot): what apply commits."""
     upstream_offset: int | None = None
     """The source group's committed offset the translation is based on (precedence compares it)."""
-    pending: bool = False
-    """Translated from a checkpoint record newer than gold, read from the target by the apply itself
-    (offsetlake.apply.catch_up); the pipeline records it in history at its next update."""
+    from_tail: bool = False
+    """Read from the target by the run itself, beyond gold: the checkpoint tail
+    (offsetlake.apply.tail_merge) or the K2K search (offsetlake.apply.k2k_search); the pipeline
+    records it in history at its next update."""
 
     @property
     def key(self) -> GroupPartition:

@@ -1,6 +1,6 @@
 """Why a plan or apply run did not simply succeed, as typed values; ``render()`` gives the words.
 
-A run's verdict (offsetlake.apply.job.verdict) carries these values, never sentences; what is
+A run's verdict (offsetlake.apply.run.verdict) carries these values, never sentences; what is
 printed is their ``render()``: the same words in the CLI, the demo and the Databricks task. The
 command-line flags those words (and the planner's reasons) point an operator to are spelled
 once, in :class:`Flag`.

@@ -1,4 +1,4 @@
-"""Where the apply job reads gold and keeps its audit: a :class:`GoldStore`.
+"""Where the apply reads gold and keeps its audit: a :class:`GoldStore`.
 
 Every read and write a plan or apply run makes goes through one of these, never through a Spark
 session of its own, so the run can be served by whatever holds the tables:
@@ -35,7 +35,7 @@ CheckpointPositions = dict[tuple[str, int], int]
 
 @runtime_checkable
 class GoldStore(Protocol):
-    """The gold tables and the ``apply_audit`` table of one schema (and catalog), as the apply job
+    """The gold tables and the ``apply_audit`` table of one schema (and catalog), as the apply
     uses them. Timestamps are UTC datetimes; a table the pipeline never created reads as empty."""
 
     schema: str

@@ -7,7 +7,9 @@ import contextlib
 
 import yaml
 
-from offsetlake.apply.job import (
+from offsetlake.apply.k2k_search import K2KTracing
+from offsetlake.apply.planner import K2K_GUARD_PREFIX, ActiveGroupPolicy, MultipleTargetsPolicy, Selection
+from offsetlake.apply.run import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DEADLINE_S,
     DEFAULT_KEEP_ALIVE_FRACTION,
@@ -17,8 +19,6 @@ from offsetlake.apply.job import (
     ApplyStatus,
     run_apply,
 )
-from offsetlake.apply.k2k_search import K2KTracing
-from offsetlake.apply.planner import K2K_GUARD_PREFIX, ActiveGroupPolicy, MultipleTargetsPolicy, Selection
 from offsetlake.cli import render, stores
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context

@@ -1,7 +1,7 @@
 """Which Kafka clusters a command talks to, decided once, here, at the edge.
 
-Every command makes one call, :func:`resolve_clusters`, and hands the jobs it runs explicit
-endpoints; no job looks anywhere for a cluster. The target is the ``--target`` flag, else the
+Every command makes one call, :func:`resolve_clusters`, and hands the runs it starts explicit
+endpoints; no run looks anywhere for a cluster. The target is the ``--target`` flag, else the
 ``kafka.bootstrap.servers`` of the client settings (the secret scope, or the properties file),
 else, in a local command only, the target of the local clusters file (``make up``). The sources
 are the ``--source`` flags, else the local source. On Databricks there is no local clusters file:
@@ -37,7 +37,7 @@ class NoTargetError(UsageError):
 @dataclass(frozen=True)
 class ResolvedClusters:
     """What one command talks to. ``target`` is None only when the client settings name it (the
-    job reads it there, with the credentials); ``sources`` is empty for commands without them."""
+    run reads it there, with the credentials); ``sources`` is empty for commands without them."""
 
     target: str | None
     target_alias: str

@@ -12,7 +12,7 @@ from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
 from offsetlake.cli.pipeline import add_set_option, settings_from_args
-from offsetlake.jobs.failover import (
+from offsetlake.failover.run import (
     DEFAULT_PROBE_TIMEOUT_S,
     DEFAULT_REFRESH_TIMEOUT_S,
     ClusterToProbe,

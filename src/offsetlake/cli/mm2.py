@@ -13,7 +13,7 @@ from offsetlake.cli.clusters import resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_regex
 from offsetlake.kafka.secrets import target_client_config
-from offsetlake.mm2_reset.job import ClientConfig, ResetRequest, run_reset
+from offsetlake.mm2_reset.run import ClientConfig, ResetRequest, run_reset
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -97,7 +97,7 @@ def request_from_args(args: argparse.Namespace) -> ResetRequest:
 
 def _client_config(args: argparse.Namespace, context: Context) -> ClientConfig:
     """librdkafka settings for a cluster of this command, resolved by offsetlake.cli.clusters when
-    the job first needs it (a reset through --connect-url alone needs no Kafka cluster)."""
+    the reset first needs it (a reset through --connect-url alone needs no Kafka cluster)."""
 
     def config_for(bootstrap: str | None) -> dict[str, str]:
         clusters = resolve_clusters(args, sources=False, secrets=context.secrets, target_flag=bootstrap)

@@ -1,6 +1,6 @@
 """Everything the command line prints: tables (one printer, tabulate), plan and apply summaries.
 
-Rendering is kept apart from the jobs so the demo, the CLI and the Databricks task print the same
+Rendering is kept apart from the runs so the demo, the CLI and the Databricks task print the same
 lines from the same typed results.
 """
 
@@ -15,14 +15,14 @@ from tabulate import tabulate
 
 from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
-from offsetlake.apply.job import ApplyResult, ApplyStatus
 from offsetlake.apply.planner import Action, PlanRow
 from offsetlake.apply.reasons import Flag
+from offsetlake.apply.run import ApplyResult, ApplyStatus
 from offsetlake.durations import format_duration
-from offsetlake.jobs.failover import ClusterCheck, FailoverResult
+from offsetlake.failover.run import ClusterCheck, FailoverResult
 from offsetlake.local.pipeline_run import PipelineRunResult
-from offsetlake.mm2_reset.job import ResetResult, RestReset, TombstoneReset
 from offsetlake.mm2_reset.plan import ResetAction, Truncation
+from offsetlake.mm2_reset.run import ResetResult, RestReset, TombstoneReset
 
 PLAN_HEADERS = (
     "group",
@@ -97,7 +97,7 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
     """(stdout lines, stderr lines) for a plan or apply run, secrets masked."""
     scrub = result.scrubber.scrub
     out: list[str] = [cluster_health_line(health, result.reference_time) for health in result.health]
-    out += catch_up_lines(result)
+    out += tail_lines(result)
     out += k2k_search_lines(result)
     if result.nothing_selected:
         out.append(f"run {result.run_id}: no gold offsets match the selection; nothing to do")
@@ -129,7 +129,7 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
     out += [probe_line(check) for check in result.checks]
     out += refresh_lines(result)
     out += [cluster_health_line(health, applied.reference_time) for health in applied.health]
-    out += catch_up_lines(applied)
+    out += tail_lines(applied)
     out += k2k_search_lines(applied)
     if applied.plan:
         out.append(group_table(applied))
@@ -196,34 +196,34 @@ def k2k_search_lines(result: ApplyResult) -> list[str]:
 _SHOWN_UNANSWERED = 5
 
 
-def catch_up_lines(result: ApplyResult) -> list[str]:
+def tail_lines(result: ApplyResult) -> list[str]:
     """What the target's checkpoint topics added to gold: the topics read, the partitions that could
     not be, the records that could not be used, and a plain word when no topic matched the policy
     while gold holds checkpoint translations."""
-    caught = result.catch_up
-    if caught is None:
+    merged = result.tail_merge
+    if merged is None:
         return []
-    topics = ", ".join(caught.topics) if caught.topics else "none"
+    topics = ", ".join(merged.topics) if merged.topics else "none"
     lines = [
-        f"checkpoints on the target: {caught.records} record(s) read from the log start of "
-        f"{len(caught.topics)} topic(s) ({topics}), {caught.pending} group-partition(s) newer than gold "
+        f"checkpoint tail: {merged.records} record(s) read from the log start of "
+        f"{len(merged.topics)} topic(s) ({topics}), {merged.replaced} group-partition(s) newer than gold "
         "(method `checkpoint (tail)`; in offset_history after the next pipeline update)"
     ]
     policy = result.request.checkpoint_tail
-    if not caught.topics and caught.gold_checkpoints and policy is not None:
+    if not merged.topics and merged.gold_checkpoints and policy is not None:
         example = policy.checkpoints_topic("<alias>")
         lines.append(
-            f"checkpoints on the target: NO topic named like {example} while gold holds "
-            f"{caught.gold_checkpoints} checkpoint translation(s): the replication policy may not be "
+            f"checkpoint tail: NO topic named like {example} while gold holds "
+            f"{merged.gold_checkpoints} checkpoint translation(s): the replication policy may not be "
             "the pipeline's (--set offsetlake.replication.separator=...); planned from gold alone"
         )
-    for part in caught.unreadable:
+    for part in merged.unreadable:
         where = part.topic if part.partition < 0 else f"{part.topic}-{part.partition}"
-        lines.append(f"checkpoints on the target: {where} NOT READ, none of its records used: {part.reason}")
-    if caught.rejected:
-        first = caught.rejected[0]
+        lines.append(f"checkpoint tail: {where} NOT READ, none of its records used: {part.reason}")
+    if merged.rejected:
+        first = merged.rejected[0]
         lines.append(
-            f"checkpoints on the target: {len(caught.rejected)} record(s) not decodable, not applied (the "
+            f"checkpoint tail: {len(merged.rejected)} record(s) not decodable, not applied (the "
             f"pipeline quarantines them); first {first.topic}-{first.partition}@{first.offset}: {first.error}"
         )
     return lines

@@ -24,7 +24,7 @@ from offsetlake.runtime import get_spark, on_databricks
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from offsetlake.apply.job import ApplyRequest
+    from offsetlake.apply.run import ApplyRequest
 
 
 def command_home() -> LocalHome | None:

@@ -2,7 +2,7 @@
 cluster per micro-batch.
 
 The pipeline streams it into the ``cluster_health`` table (one row per cluster per update), so an
-operator and the apply job can see which cluster was unreachable, since when, and why, next to the
+operator and the apply can see which cluster was unreachable, since when, and why, next to the
 gold tables. The check runs on the driver when the micro-batch is planned (latestOffset) and its
 row travels in the input partition, so a dead cluster is asked once, never again on a worker.
 """

@@ -268,14 +268,14 @@ def list_committed_offsets_of_groups(
     """
     offsets: dict[str, dict[TopicPartitionKey, CommittedOffset]] = {}
     failures: dict[str, str] = {}
-    pending = iter(groups)
+    queued = iter(groups)
     in_flight: dict[Future[Any], str] = {}
 
     def request_timeout() -> float:
         return timeout_s if deadline is None else min(timeout_s, _remaining(deadline))
 
     def submit_next() -> None:
-        group = next(pending, None)
+        group = next(queued, None)
         if group is not None:
             (future,) = admin.list_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group)], request_timeout=request_timeout()

@@ -1,6 +1,6 @@
-"""The local Spark used by the CLI, the apply job and tests: one warehouse, one metastore.
+"""The local Spark used by the CLI, the apply and tests: one warehouse, one metastore.
 
-Pipeline runs, `offsetlake sql` and the apply job are separate processes, so tables must outlive
+Pipeline runs, `offsetlake sql` and the apply are separate processes, so tables must outlive
 a session: a Derby-backed Hive metastore and a warehouse directory under the local home give
 that. On Databricks none of this is used; the runtime's session and Unity Catalog are.
 """

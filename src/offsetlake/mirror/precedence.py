@@ -1,4 +1,4 @@
-"""Which translation of a group-partition wins, written once for the pipeline and the apply job.
+"""Which translation of a group-partition wins, written once for the pipeline and the apply.
 
 Pure: the rule's methods, their precedence parser and :func:`choose`, the twin of
 offsetlake.pipeline.precedence_spark.choose_translation (its Spark form, which gold uses).

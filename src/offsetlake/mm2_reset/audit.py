@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 
 class AuditedRequest(Protocol):
-    """What a row records of its run's request (``job.ResetRequest`` is one): the audit sits below
-    the job that appends to it, so it names the fields it reads instead of importing the job."""
+    """What a row records of its run's request (``run.ResetRequest`` is one): the audit sits below
+    the run that appends to it, so it names the fields it reads instead of importing the run."""
 
     @property
     def connector(self) -> str: ...

@@ -27,7 +27,7 @@ checkpoints topic (named after the source alias) and MM2 writes its one partitio
 offsets order them, whatever MM2's worker clocks stamped (a task moved to a worker with an earlier
 clock steps the timestamps back; ordering by them would let an older checkpoint win). The other
 methods have no such coordinates (observation_order 0): their observation time orders them. The
-failover's twin (apply/catch_up.py) orders the same way. On Databricks AUTO CDC maintains the table
+failover's twin (apply/tail_merge.py) orders the same way. On Databricks AUTO CDC maintains the table
 incrementally (``versions_by_auto_cdc``, sequence_by ``(observation_order, observed_at)``; a table
 made with the earlier (observed_at, observation_order) sequence needs a full refresh of
 offset_versions); locally ``offset_versions`` computes the same

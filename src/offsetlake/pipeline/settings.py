@@ -238,7 +238,7 @@ class PipelineSettings:
     the same table from every observation, because the open-source engine cannot MERGE into
     Parquet (and has no SCD type 2 before Spark 4.3)."""
     table_clustering: TableClustering = _setting(TABLE_CLUSTERING, "none")
-    """``liquid`` (Databricks): silver_group_offsets and the gold tables the apply job reads are
+    """``liquid`` (Databricks): silver_group_offsets and the gold tables the apply reads are
     liquid-clustered by ``APPLY_CLUSTER_KEY``. ``none`` (local default): a Parquet table only records
     the columns (no layout), and an existing streaming table refuses a clustering it was not
     created with (CANNOT_UPDATE_PARTITION_COLUMNS), so an upgraded local home would fail."""
@@ -333,7 +333,7 @@ class PipelineSettings:
 
     @property
     def apply_cluster_by(self) -> list[str] | None:
-        """``cluster_by`` for the tables the apply job reads: its keys, or None (not clustered)."""
+        """``cluster_by`` for the tables the apply reads: its keys, or None (not clustered)."""
         return list(APPLY_CLUSTER_KEY) if self.table_clustering == "liquid" else None
 
     @property

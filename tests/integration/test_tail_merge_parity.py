@@ -1,10 +1,10 @@
-"""One order: the failover's merge (apply/catch_up.py) and a pipeline update agree on latest_offsets.
+"""One order: the failover's merge (apply/tail_merge.py) and a pipeline update agree on latest_offsets.
 
 Hypothesis writes checkpoint records to two checkpoints topics (one per source alias), with
 timestamps that repeat and step back (MM2's worker clocks) and offsets that move back (group
 resets on the source). Gold is what the pipeline's gold functions make of a prefix of them (what a
 refresh consumed before it was cut short); the tail is every record, from each topic's log start.
-catch_up(gold, tail) must equal latest_offsets over every record, row for row: offsets, method,
+merge_tail(gold, tail) must equal latest_offsets over every record, row for row: offsets, method,
 metadata, source_timestamp and last_observed_at.
 """
 
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offsetlake.apply.catch_up import catch_up
 from offsetlake.apply.planner import GoldOffset
+from offsetlake.apply.tail_merge import merge_tail
 from offsetlake.codecs.mm2 import Checkpoint
 from offsetlake.kafka.checkpoint_tail import TailRecord
 from offsetlake.mirror.precedence import METHODS
@@ -132,5 +132,5 @@ def test_the_failover_merge_equals_a_pipeline_update_over_every_record(
 ) -> None:
     records, consumed = log
     gold = _latest(spark, records[:consumed]) if consumed else []
-    merged = catch_up(gold, records, METHODS)
+    merged = merge_tail(gold, records, METHODS)
     assert _comparable(merged.offsets) == _comparable(_latest(spark, records))

@@ -38,11 +38,11 @@ Key = tuple[str, str, str, int]
 
 
 @dataclass(frozen=True)
-class CatchUp:
+class TailMerge:
     offsets: tuple[GoldOffset, ...]
     records: int
     """Checkpoint records read from the target."""
-    pending: int
+    replaced: int
     """Group-partitions whose translation now comes from those records."""
     rejected: tuple[TailRecord, ...]
     """Records that did not decode (each carries its reason)."""
@@ -55,21 +55,23 @@ class CatchUp:
     """Checkpoint partitions that could not be read to their end (none of their records is used)."""
 
 
-def catch_up(gold: Sequence[GoldOffset], tail: Sequence[TailRecord], precedence: Sequence[str]) -> CatchUp:
-    """Gold's rows with every key the tail translates more freshly replaced (``pending=True``)."""
+def merge_tail(
+    gold: Sequence[GoldOffset], tail: Sequence[TailRecord], precedence: Sequence[str]
+) -> TailMerge:
+    """Gold's rows with every key the tail translates more freshly replaced (``from_tail=True``)."""
     by_key: dict[Key, GoldOffset] = {gold_key(offset): offset for offset in gold}
     rejected = tuple(record for record in tail if record.checkpoint is None)
-    pending = 0
+    replaced = 0
     for key, records in _per_key(tail).items():
         current = by_key.get(key)
         candidate = _translation(key, records, current)
         if current is not None and _unchanged(candidate, current):
             continue
-        if current is None or replaces(candidate, current, precedence):
+        if current is None or tail_replaces(candidate, current, precedence):
             by_key[key] = candidate
-            pending += 1
+            replaced += 1
     checkpoints = sum(1 for offset in gold if offset.method == "checkpoint")
-    return CatchUp(tuple(by_key.values()), len(tail), pending, rejected, checkpoints)
+    return TailMerge(tuple(by_key.values()), len(tail), replaced, rejected, checkpoints)
 
 
 def sequence(record: TailRecord) -> tuple[int, float]:
@@ -112,7 +114,7 @@ def _translation(key: Key, records: list[TailRecord], current: GoldOffset | None
         observed_at=last.timestamp,
         metadata=checkpoint.metadata,
         upstream_offset=checkpoint.upstream_offset,
-        pending=True,
+        from_tail=True,
     )
 
 
@@ -130,7 +132,7 @@ def _unchanged(candidate: GoldOffset, current: GoldOffset) -> bool:
     )
 
 
-def replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
+def tail_replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
     """Whether ``candidate`` (a method's newest observation, read by the apply itself) takes
     ``current``'s place in latest_offsets: a newer observation of the same method always does (it is
     that method's current version); another method's row competes by the precedence rule (freshest

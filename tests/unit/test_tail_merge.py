@@ -1,4 +1,4 @@
-"""Gold plus the checkpoint tail (apply/catch_up.py) and the pure precedence twin it relies on."""
+"""Gold plus the checkpoint tail (apply/tail_merge.py) and the pure precedence twin it relies on."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsetlake.apply.catch_up import catch_up
 from offsetlake.apply.planner import GoldOffset
+from offsetlake.apply.tail_merge import merge_tail
 from offsetlake.codecs.mm2 import Checkpoint
 from offsetlake.kafka.checkpoint_tail import TailRecord
 from offsetlake.mirror.precedence import METHODS, Candidate, choose
@@ -51,16 +51,16 @@ def only(result: tuple[GoldOffset, ...], group: str) -> GoldOffset:
     return found
 
 
-def test_a_newer_checkpoint_replaces_gold_and_is_marked_pending() -> None:
-    result = catch_up([gold("a", 10, 8)], [record(5, "a", 12, 11)], METHODS)
+def test_a_newer_checkpoint_replaces_gold_and_is_marked_from_tail() -> None:
+    result = merge_tail([gold("a", 10, 8)], [record(5, "a", 12, 11)], METHODS)
     moved = only(result.offsets, "a")
-    assert (moved.upstream_offset, moved.downstream_offset, moved.pending) == (12, 11, True)
+    assert (moved.upstream_offset, moved.downstream_offset, moved.from_tail) == (12, 11, True)
     assert moved.source_timestamp == moved.observed_at == T0 + timedelta(seconds=5)
-    assert (result.records, result.pending, result.rejected) == (1, 1, ())
+    assert (result.records, result.replaced, result.rejected) == (1, 1, ())
 
 
 def test_the_same_translation_observed_again_keeps_its_version_start() -> None:
-    result = catch_up([gold("a", 10, 8)], [record(5, "a", 10, 8), record(6, "a", 10, 8)], METHODS)
+    result = merge_tail([gold("a", 10, 8)], [record(5, "a", 10, 8), record(6, "a", 10, 8)], METHODS)
     again = only(result.offsets, "a")
     assert again.source_timestamp == T0 - timedelta(hours=1)
     assert again.observed_at == T0 + timedelta(seconds=6)
@@ -68,37 +68,37 @@ def test_the_same_translation_observed_again_keeps_its_version_start() -> None:
 
 def test_the_last_record_in_partition_order_wins_and_its_run_starts_the_version() -> None:
     tail = [record(9, "a", 14, 13), record(7, "a", 12, 11), record(8, "a", 14, 13)]
-    moved = only(catch_up([], tail, METHODS).offsets, "a")
+    moved = only(merge_tail([], tail, METHODS).offsets, "a")
     assert (moved.downstream_offset, moved.source_timestamp) == (13, T0 + timedelta(seconds=8))
 
 
 def test_an_offset_sync_translating_the_same_upstream_offset_keeps_its_precedence() -> None:
     synced = gold("a", 12, 12, method="offset_sync")
-    result = catch_up([synced], [record(5, "a", 12, 11)], METHODS)
+    result = merge_tail([synced], [record(5, "a", 12, 11)], METHODS)
     assert only(result.offsets, "a") == synced
-    assert result.pending == 0
+    assert result.replaced == 0
 
 
 def test_a_fresher_upstream_offset_beats_a_higher_precedence_method() -> None:
     synced = gold("a", 10, 10, method="offset_sync")
-    moved = only(catch_up([synced], [record(5, "a", 12, 11)], METHODS).offsets, "a")
+    moved = only(merge_tail([synced], [record(5, "a", 12, 11)], METHODS).offsets, "a")
     assert (moved.method, moved.downstream_offset) == ("checkpoint", 11)
 
 
 def test_a_record_that_does_not_decode_is_counted_with_its_reason_and_never_applied() -> None:
     broken = TailRecord("primary", TOPIC, 0, 3, T0, None, "checkpoint value: truncated")
-    result = catch_up([gold("a", 10, 8)], [broken], METHODS)
+    result = merge_tail([gold("a", 10, 8)], [broken], METHODS)
     assert only(result.offsets, "a") == gold("a", 10, 8)
     assert result.rejected == (broken,)
-    assert (result.records, result.pending) == (1, 0)
+    assert (result.records, result.replaced) == (1, 0)
 
 
 def test_the_records_gold_already_holds_add_nothing() -> None:
     """The tail starts at the log start: what gold consumed is read again and changes nothing."""
     seen = gold("a", 10, 8, observed_at=T0 + timedelta(seconds=6))
-    result = catch_up([seen], [record(5, "a", 10, 8), record(6, "a", 10, 8)], METHODS)
+    result = merge_tail([seen], [record(5, "a", 10, 8), record(6, "a", 10, 8)], METHODS)
     assert only(result.offsets, "a") == seen
-    assert (result.records, result.pending, result.gold_checkpoints) == (2, 0, 1)
+    assert (result.records, result.replaced, result.gold_checkpoints) == (2, 0, 1)
 
 
 def test_a_rewind_stamped_before_gold_is_the_one_change_among_records_gold_already_holds() -> None:
@@ -113,12 +113,12 @@ def test_a_rewind_stamped_before_gold_is_the_one_change_among_records_gold_alrea
         record(3, "b", 7, 7, second=51),
         record(4, "a", 15, 15, second=30),
     ]
-    result = catch_up([seen_a, seen_b], tail, METHODS)
+    result = merge_tail([seen_a, seen_b], tail, METHODS)
     rewound = only(result.offsets, "a")
-    assert (rewound.upstream_offset, rewound.downstream_offset, rewound.pending) == (15, 15, True)
+    assert (rewound.upstream_offset, rewound.downstream_offset, rewound.from_tail) == (15, 15, True)
     assert rewound.source_timestamp == rewound.observed_at == T0 + timedelta(seconds=30)
     assert only(result.offsets, "b") == seen_b
-    assert result.pending == 1
+    assert result.replaced == 1
 
 
 def test_a_run_the_topic_shows_whole_starts_at_its_first_record_and_gold_fills_in_a_compacted_start() -> None:
@@ -126,19 +126,19 @@ def test_a_run_the_topic_shows_whole_starts_at_its_first_record_and_gold_fills_i
     before = gold(
         "a", 12, 12, source_timestamp=T0 + timedelta(seconds=1), observed_at=T0 + timedelta(seconds=1)
     )
-    shown = only(catch_up([before], back, METHODS).offsets, "a")
+    shown = only(merge_tail([before], back, METHODS).offsets, "a")
     assert (shown.source_timestamp, shown.observed_at) == (
         T0 + timedelta(seconds=2),
         T0 + timedelta(seconds=3),
     )
     # Compaction left only the newest run; gold, which saw record 2, knows its run began an hour ago.
     known = gold("a", 10, 10, observed_at=T0 + timedelta(seconds=2))
-    result = catch_up([known], back[2:], METHODS)
+    result = merge_tail([known], back[2:], METHODS)
     kept = only(result.offsets, "a")
     assert (kept.source_timestamp, kept.observed_at) == (known.source_timestamp, T0 + timedelta(seconds=3))
     # And once gold has seen record 3 too, the same records add nothing.
-    seen = replace(kept, pending=False)
-    assert catch_up([seen], back[2:], METHODS).pending == 0
+    seen = replace(kept, from_tail=False)
+    assert merge_tail([seen], back[2:], METHODS).replaced == 0
 
 
 checkpoints = st.lists(
@@ -152,15 +152,15 @@ checkpoints = st.lists(
 def test_catching_up_from_a_gold_of_any_prefix_equals_catching_up_at_once_and_no_key_is_lost(
     values: list[tuple[str, int, int, int]], split: int
 ) -> None:
-    """Gold consumed the first ``split`` records (its rows are what catch_up made of them); the tail,
+    """Gold consumed the first ``split`` records (its rows are what merge_tail made of them); the tail,
     read from the log start, holds them all: timestamps step back freely."""
     tail = [
         record(offset, group, up, up + down, second=second)
         for offset, (group, up, down, second) in enumerate(values)
     ]
     start = [gold("a", 0, 0), gold("z", 1, 1, method="offset_sync")]
-    at_once = catch_up(start, tail, METHODS).offsets
-    stepwise = catch_up(catch_up(start, tail[:split], METHODS).offsets, tail, METHODS).offsets
+    at_once = merge_tail(start, tail, METHODS).offsets
+    stepwise = merge_tail(merge_tail(start, tail[:split], METHODS).offsets, tail, METHODS).offsets
     assert sorted(at_once, key=repr) == sorted(stepwise, key=repr)
     assert {o.consumer_group for o in start} <= {o.consumer_group for o in at_once}
 

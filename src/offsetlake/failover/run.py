@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from offsetlake.apply.job import ApplyRequest, ApplyResult, run_apply
+from offsetlake.apply.run import ApplyRequest, ApplyResult, run_apply
 from offsetlake.apply.store import GoldStore
 from offsetlake.kafka.admin import ClusterProbe, probe_cluster
 from offsetlake.kafka.secrets import SecretsProvider

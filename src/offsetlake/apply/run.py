@@ -38,7 +38,6 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offsetlake.apply import audit, gold
-from offsetlake.apply.catch_up import CatchUp, catch_up
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
 from offsetlake.apply.k2k_search import K2KTracing, SearchedNow, merge_searched, search_newest_snapshots
@@ -70,6 +69,7 @@ from offsetlake.apply.reasons import (
     Tally,
 )
 from offsetlake.apply.store import GoldStore
+from offsetlake.apply.tail_merge import TailMerge, merge_tail
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, OffsetlakeError
@@ -90,11 +90,11 @@ from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import LATEST_OFFSETS
 from offsetlake.run_ids import new_run_id
 
-PENDING_NOTES: Final = {
+TAIL_NOTES: Final = {
     "checkpoint": "from a checkpoint newer than gold, read from the target; in history after the next update",
     K2K_METHOD: "from the newest group snapshot searched on the target now on K2K's tracing headers",
 }
-"""Why a row the apply read itself (``GoldOffset.pending``) is not gold's, per method."""
+"""Why a row the run read from the target itself (``GoldOffset.from_tail``) is not gold's, per method."""
 DEFAULT_MAX_AGE = timedelta(hours=1)
 DEFAULT_CONCURRENCY = 8
 DEFAULT_TIMEOUT_S = 30.0
@@ -140,7 +140,7 @@ class ApplyRequest:
     checkpoint_tail: ReplicationPolicy | None = None
     """Also read the target's checkpoint records, every one its checkpoints topics (the names this
     policy, the pipeline's, gives) still hold, and plan from gold plus them
-    (offsetlake.apply.catch_up); not with ``as_of``."""
+    (offsetlake.apply.tail_merge); not with ``as_of``."""
     k2k_guard_prefix: str = K2K_GUARD_PREFIX
     """Skip target groups whose commit metadata starts with this (K2K's offset mapper's); empty: off."""
     ignore_k2k_guard: bool = False
@@ -176,7 +176,7 @@ class ApplyResult:
     refusing_groups: tuple[str, ...] = ()
     keep_alive: str = ""
     """How the keep-alive interval was set (printed with the plan)."""
-    catch_up: CatchUp | None = None
+    tail_merge: TailMerge | None = None
     """What the checkpoint tail added to gold (``request.checkpoint_tail``)."""
     k2k_search: SearchedNow | None = None
     """What the K2K search added to gold (``request.k2k_tracing``)."""
@@ -326,8 +326,8 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
         offsets = [] if request.tail_only else store.latest_offsets(request.selection)
         if request.checkpoint_tail is not None:
             _refuse_truncated_gold(run, offsets)
-            result = _caught_up(run, result, offsets, request.checkpoint_tail)
-            offsets = list(result.catch_up.offsets) if result.catch_up else offsets
+            result = _merged_tail(run, result, offsets, request.checkpoint_tail)
+            offsets = list(result.tail_merge.offsets) if result.tail_merge else offsets
         if request.k2k_tracing is not None:
             result = _searched_now(run, result, offsets, request.k2k_tracing)
             offsets = list(result.k2k_search.offsets) if result.k2k_search else offsets
@@ -362,7 +362,7 @@ def _refuse_truncated_gold(run: _Run, offsets: Sequence[GoldOffset]) -> None:
         )
 
 
-def _caught_up(
+def _merged_tail(
     run: _Run, result: ApplyResult, offsets: list[GoldOffset], policy: ReplicationPolicy
 ) -> ApplyResult:
     """Gold plus every checkpoint record the target holds, each checkpoints topic read from its log
@@ -372,8 +372,8 @@ def _caught_up(
         tail = read_checkpoint_tail(run.config, policy, timeout_s=run.request.timeout_s)
     except CheckpointTailError as error:
         raise CheckpointTailError(f"target cluster {run.target}: {error}") from error
-    caught = catch_up(offsets, tail.records, run.request.method_precedence)
-    return replace(result, catch_up=replace(caught, topics=tail.topics, unreadable=tail.unreadable))
+    merged = merge_tail(offsets, tail.records, run.request.method_precedence)
+    return replace(result, tail_merge=replace(merged, topics=tail.topics, unreadable=tail.unreadable))
 
 
 def _searched_now(
@@ -442,20 +442,20 @@ def _plan_and_audit(
         mapping_conflicts=run.store.mapping_conflicts(request.selection),
         on_multiple_targets=request.on_multiple_targets,
     )
-    plan = _marked_pending(tuple(build_plan(offsets, target, guards)), offsets)
+    plan = _marked_tail(tuple(build_plan(offsets, target, guards)), offsets)
     _append_audit(run, audit.plan_records(plan, run.info))
     return replace(result, plan=plan, refusing_groups=tuple(refused_by_active_policy(plan, guards)))
 
 
-def _marked_pending(plan: tuple[PlanRow, ...], offsets: Sequence[GoldOffset]) -> tuple[PlanRow, ...]:
+def _marked_tail(plan: tuple[PlanRow, ...], offsets: Sequence[GoldOffset]) -> tuple[PlanRow, ...]:
     """Rows the apply translated itself (the checkpoint tail, the K2K search) say so, in the report
     and in the audit: ``checkpoint (tail)``, ``k2k_tracing_headers (tail)``."""
-    pending = {offset.key for offset in offsets if offset.pending}
-    if not pending:
+    from_tail = {offset.key for offset in offsets if offset.from_tail}
+    if not from_tail:
         return plan
     return tuple(
-        replace(row, method=f"{row.method} (tail)", reason=f"{row.reason} ({PENDING_NOTES[row.method]})")
-        if row.key in pending
+        replace(row, method=f"{row.method} (tail)", reason=f"{row.reason} ({TAIL_NOTES[row.method]})")
+        if row.key in from_tail
         else row
         for row in plan
     )

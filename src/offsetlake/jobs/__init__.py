@@ -1,1 +1,0 @@
-"""Job-level entry points: the failover, and the Spark session a job task uses."""
