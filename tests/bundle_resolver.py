@@ -11,6 +11,11 @@ that decide what gets deployed, each after the CLI source that does it (databric
 3. assign variables (`mutator/set_variables.go`: a --var value, then BUNDLE_VAR_<name> for
    non-complex variables, then a lookup, then `.databricks/bundle/<target>/variable-overrides.json`,
    then the default; none is the CLI's "no value assigned to required variable");
+3b. load the resources defined in Python (`python.resources` in databricks.yml: the CLI runs
+   `python -m databricks.bundles.build --phase load_resources` in the bundle root, which calls each
+   `module:function` with the target and the variable values, unresolved references left as they
+   are: `mutator/python/python_mutator.go`); a resource the YAML already defines is refused there
+   ("unexpected updated resources"), and here;
 4. resolve `${var.*}`, `${bundle.*}` and `${workspace.*}` everywhere, resources included, before any
    preset (`phases/initialize.go`: ResolveVariableReferencesWithoutResources, then
    ProcessStaticResources' ResolveVariableReferencesOnlyResources);
@@ -34,7 +39,7 @@ that decide what gets deployed, each after the CLI source that does it (databric
 `secret_scope_acls` adds what the plan phase does to a secret scope (`secret_scope_fixups.go`,
 direct engine only): MANAGE for the deploying identity, then one level per principal, the highest.
 
-What it does not model: merging job tasks by key, path translation, Python-defined resources.
+What it does not model: merging job tasks by key, path translation, Python mutators.
 """
 
 from __future__ import annotations
@@ -43,8 +48,10 @@ import copy
 import fnmatch
 import json
 import re
+import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +144,62 @@ def load_configuration(root: Path = REPO_ROOT) -> dict[str, Any]:
                 raise BundleResolutionError(f"{path}: unexpected top-level keys {sorted(unknown)}")
             configuration = _merge(configuration, included)
     return configuration
+
+
+@contextmanager
+def _importing_from(root: Path) -> Iterator[None]:
+    """Imports resolve in ``root`` first, as in the CLI's Python process (its working directory is
+    the bundle root); modules of another root imported before are set aside, and restored after."""
+    names = ("resources",)
+    aside = {name: module for name, module in sys.modules.items() if name.split(".")[0] in names}
+    for name in aside:
+        del sys.modules[name]
+    sys.path.insert(0, str(root))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(root))
+        for name in [name for name in sys.modules if name.split(".")[0] in names]:
+            del sys.modules[name]
+        sys.modules.update(aside)
+
+
+def python_resources(
+    configuration: Mapping[str, Any], target: str, variables: Mapping[str, Any], root: Path = REPO_ROOT
+) -> dict[str, dict[str, Any]]:
+    """What `python.resources` adds for ``target`` with these variable values: each function called
+    and its resources serialized by databricks-bundles' own `load_resources` phase code."""
+    from databricks.bundles.build import _append_resources, _load_functions, _load_resources
+    from databricks.bundles.core import Bundle
+
+    names = (configuration.get("python") or {}).get("resources", [])
+    with _importing_from(root):
+        functions, diagnostics = _load_functions(names)
+        bundle = Bundle(target=target, variables=copy.deepcopy(dict(variables)))
+        resources, loaded = _load_resources(bundle, functions)
+    problems = [item.summary for item in [*diagnostics.items, *loaded.items]]
+    if problems or len(functions) != len(names):
+        raise BundleResolutionError(f"python.resources {names}: {problems}")
+    return _append_resources({"resources": {}}, resources)["resources"]
+
+
+def python_resources_of_target(
+    target: str, overrides_file: Mapping[str, Any], root: Path = REPO_ROOT
+) -> dict[str, dict[str, Any]]:
+    """The resources defined in Python for ``target``, as the CLI gets them (variables assigned,
+    references unresolved), with the variable values of `variable-overrides.json` ``overrides_file``."""
+    configuration = _apply_target(load_configuration(root), target)
+    values = _assign_variables(configuration.get("variables", {}), {}, {}, overrides_file)
+    return python_resources(configuration, target, values, root)
+
+
+def _add_python_resources(configuration: dict[str, Any], added: Mapping[str, Mapping[str, Any]]) -> None:
+    resources = configuration.setdefault("resources", {})
+    for kind, group in added.items():
+        for key, resource in group.items():
+            if key in resources.get(kind, {}):
+                raise BundleResolutionError(f"unexpected updated resources: resources.{kind}.{key}")
+            resources.setdefault(kind, {})[key] = copy.deepcopy(resource)
 
 
 def _default_target(configuration: Mapping[str, Any]) -> str:
@@ -536,6 +599,7 @@ def resolve_bundle(
     values = _assign_variables(
         configuration.get("variables", {}), variables or {}, environment or {}, overrides_file or {}
     )
+    _add_python_resources(configuration, python_resources(configuration, target, values, root))
     configuration, values = _resolve_static(configuration, values)
     configuration["variables"] = {name: {"value": value} for name, value in values.items()}
     _apply_presets(configuration)

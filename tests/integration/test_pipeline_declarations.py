@@ -20,8 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyspark
 import pytest
+from pyspark.sql.readwriter import DataFrameReader
+from pyspark.sql.streaming.readwriter import DataStreamReader
 
 from offsetlake.k2k.routing import TracingRoute
+from offsetlake.local.gold_guard import GUARDED_TABLES
 from offsetlake.local.pipeline_run import TRANSFORMATIONS_DIR
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
@@ -39,8 +42,9 @@ from offsetlake.pipeline.tables import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -52,6 +56,8 @@ class RecordingPipelines:
     """Stands in for ``pyspark.pipelines``: records each dataset's declaration by name."""
 
     datasets: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    queries: dict[str, list[Callable[[], Any]]] = field(default_factory=dict)
+    """Dataset name -> the query functions that feed it (its own, or its append flows')."""
     flows: list[dict[str, Any]] = field(default_factory=list)
     expectations: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     """Dataset name -> the ``expect_all`` dicts its query function was decorated with."""
@@ -60,6 +66,7 @@ class RecordingPipelines:
     def _decorator(self, kind: str, arguments: dict[str, Any]) -> Callable[[Callable[[], Any]], None]:
         def register(query_function: Callable[[], Any]) -> None:
             self.datasets[arguments["name"]] = (kind, arguments)
+            self.queries.setdefault(arguments["name"], []).append(query_function)
             if query_function in self.pending_expectations:
                 self.expectations[arguments["name"]] = self.pending_expectations.pop(query_function)
 
@@ -79,6 +86,13 @@ class RecordingPipelines:
 
     def create_auto_cdc_flow(self, **arguments: Any) -> None:
         self.flows.append(arguments)
+
+    def append_flow(self, target: str, name: str) -> Callable[[Callable[[], Any]], None]:
+        def register(query_function: Callable[[], Any]) -> None:
+            self.flows.append({"target": target, "name": name})
+            self.queries.setdefault(target, []).append(query_function)
+
+        return register
 
 
 @dataclass
@@ -105,7 +119,7 @@ def declarations(
     settings: PipelineSettings,
     engine: RecordingPipelines | None = None,
 ) -> RecordingPipelines:
-    """Run silver.py and gold.py with ``settings`` as the pipeline configuration."""
+    """Run every transformation file with ``settings`` as the pipeline configuration."""
     engine = engine if engine is not None else RecordingPipelines()
     monkeypatch.setattr(pyspark, "pipelines", engine, raising=False)
     monkeypatch.setitem(sys.modules, "pyspark.pipelines", engine)
@@ -113,8 +127,8 @@ def declarations(
     for key, value in conf.items():
         spark.conf.set(key, value)
     try:
-        for layer in ("silver.py", "gold.py"):
-            runpy.run_path(str(TRANSFORMATIONS_DIR / layer))
+        for path in sorted(TRANSFORMATIONS_DIR.glob("*.py")):
+            runpy.run_path(str(path))
     finally:
         for key in conf:
             spark.conf.unset(key)
@@ -206,30 +220,98 @@ def test_with_the_open_source_engine_silver_declares_no_expectations(
     assert set(SILVER_EXPECTATIONS) <= set(engine.datasets), "the same silver tables, without expectations"
 
 
-def test_the_failover_knows_every_table_silver_and_gold_declare(
+_PLAIN = PipelineSettings(
+    target_bootstrap_servers="target:9092", sources=(ClusterEndpoint("east", "east:9092"),)
+)
+_EVERY_GRAPH = (
+    _settings(),
+    _settings(gold_incremental="auto_cdc"),
+    _settings(bronze_flows="per_source", table_clustering="liquid", gold_incremental="auto_cdc"),
+    _PLAIN,
+    PipelineSettings(
+        target_bootstrap_servers="target:9092",
+        sources=(ClusterEndpoint("east", "east:9092"),),
+        connect_offsets_topics="",
+    ),
+)
+"""The graphs the settings make: every optional input on and off, each gold and bronze mode."""
+
+
+def test_the_failover_knows_every_table_the_transformations_declare(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """declared_tables decides whether a failover's refresh can be a selection (issue 31); bronze.py
-    (its tables: bronze_*, cluster_health, source_log_offsets, k2k_tracing_lookups) is not run here."""
-    bronze_layer = {"cluster_health", "source_log_offsets", "k2k_tracing_lookups"}
-    plain = PipelineSettings(
-        target_bootstrap_servers="target:9092", sources=(ClusterEndpoint("east", "east:9092"),)
-    )
-    for settings in (
-        _settings(),
-        _settings(gold_incremental="auto_cdc"),
-        plain,
-        PipelineSettings(
-            target_bootstrap_servers="target:9092",
-            sources=(ClusterEndpoint("east", "east:9092"),),
-            connect_offsets_topics="",
-        ),
-    ):
+    """declared_tables decides whether a failover's refresh can be a selection (issue 31)."""
+    for settings in _EVERY_GRAPH:
         engine = declarations(spark, monkeypatch, settings)
         stored = {name for name, (kind, _) in engine.datasets.items() if kind != "temporary_view"}
-        expected = {
-            name
-            for name in declared_tables(settings)
-            if not name.startswith("bronze_") and name not in bronze_layer
-        }
-        assert stored == expected, settings
+        assert stored == set(declared_tables(settings)), settings
+
+
+def _reads(
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+    engine: RecordingPipelines,
+    settings: PipelineSettings,
+    empty_dir: Path,
+) -> dict[str, set[str]]:
+    """Each stored dataset's query functions called, their table reads recorded: a temporary view
+    read is its own reads (it is called in place), a table read returns no rows of that table's
+    schema (a stream for ``readStream``); an AUTO CDC flow reads its source."""
+    specs = {spec.name: spec for spec in ALL_TABLES}
+    if settings.gold_incremental == "auto_cdc":
+        specs[OFFSET_VERSIONS_AUTO_CDC.name] = OFFSET_VERSIONS_AUTO_CDC
+    views = {name for name, (kind, _) in engine.datasets.items() if kind == "temporary_view"}
+    reading: list[set[str]] = []
+
+    def read(name: str, streaming: bool) -> DataFrame:
+        if name in views:
+            (view,) = engine.queries[name]
+            return view()
+        reading[-1].add(name)
+        schema = specs[name].schema_ddl
+        if streaming:
+            return spark.readStream.schema(schema).parquet(str(empty_dir))
+        return spark.createDataFrame([], schema)
+
+    monkeypatch.setattr(DataFrameReader, "table", lambda _reader, name: read(name, streaming=False))
+    monkeypatch.setattr(DataStreamReader, "table", lambda _reader, name: read(name, streaming=True))
+    reads = {}
+    for name, (kind, _) in engine.datasets.items():
+        if kind == "temporary_view":
+            continue
+        reading.append(
+            {flow["source"] for flow in engine.flows if flow["target"] == name and "source" in flow}
+        )
+        for query in engine.queries.get(name, []):
+            query()
+        reads[name] = reading.pop()
+    monkeypatch.undo()
+    return reads
+
+
+def test_every_table_reads_exactly_the_inputs_its_spec_declares(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The specs' inputs are the lineage the failover's refresh follows (refresh_selection.py): a
+    read no spec declares would leave that input stale after a failover's refresh."""
+    specs = {spec.name: spec for spec in ALL_TABLES}
+    for settings in _EVERY_GRAPH:
+        declared = set(declared_tables(settings))
+        engine = declarations(spark, monkeypatch, settings)
+        reads = _reads(spark, monkeypatch, engine, settings, tmp_path)
+        assert set(reads) == declared, settings
+        for name, read in reads.items():
+            assert read == {source.name for source in specs[name].inputs if source.name in declared}, (
+                name,
+                settings,
+            )
+
+
+def test_the_gold_guard_keeps_every_materialized_view_of_the_local_graph(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local engine empties a materialized view when an update fails (local/gold_guard.py)."""
+    engine = declarations(spark, monkeypatch, _settings())
+    views = {name for name, (kind, _) in engine.datasets.items() if kind == "materialized_view"}
+    assert set(GUARDED_TABLES) == views
+    assert {spec.name for spec in ALL_TABLES if spec.kind == "materialized_view"} == views

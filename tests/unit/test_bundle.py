@@ -21,6 +21,7 @@ from databricks.bundles.pipelines import Pipeline
 from jsonschema.protocols import Validator
 
 from offsetlake.cli.main import build_parser
+from tests.bundle_resolver import python_resources_of_target
 from tests.bundle_validation import (
     BUNDLE_ROOT_FILE,
     BUNDLE_SCHEMA_PATH,
@@ -35,13 +36,30 @@ from tests.bundle_validation import (
     variable_references,
 )
 
-JOB_FILE = RESOURCES_DIR / "offsetlake.failover.job.yml"
 SYNC_JOB_FILE = RESOURCES_DIR / "offsetlake.sync.job.yml"
 PIPELINE_FILE = RESOURCES_DIR / "offsetlake.pipeline.yml"
 TRANSFORMATIONS_DIR = REPO_ROOT / "src" / "offsetlake" / "pipeline" / "transformations"
 JOB_KEY = "offsetlake_failover"
 SYNC_JOB_KEY = "offsetlake_sync"
 PIPELINE_KEY = "offsetlake_pipeline"
+# What `variable-overrides.json` gives the CLI for each target (docs/deploy.md).
+DEPLOY_VALUES: dict[str, dict[str, Any]] = {
+    "dev": {"source_clusters": "primary=kafka-a-1:9092", "target_bootstrap_servers": "kafka-b-1:9092"},
+}
+DEPLOY_VALUES["prod"] = DEPLOY_VALUES["dev"] | {
+    "notification_emails": ["oncall@example.com"],
+    "notification_destinations": [{"id": "3c1f0b8e-pagerduty"}],
+    "alert_subscriptions": [{"destination_id": "3c1f0b8e-pagerduty"}],
+}
+
+
+def python_defined(target: str) -> dict[str, Any]:
+    """The resources `python.resources` adds for ``target``, as a bundle document like a YAML file's:
+    the failover job (resources/offsetlake_failover_job.py), called the way the CLI calls it."""
+    return {"resources": python_resources_of_target(target, DEPLOY_VALUES[target])}
+
+
+FAILOVER_DOCUMENT = python_defined("dev")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +77,7 @@ def variables() -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def job_settings() -> dict[str, Any]:
-    return load_yaml(JOB_FILE)["resources"]["jobs"][JOB_KEY]
+    return FAILOVER_DOCUMENT["resources"]["jobs"][JOB_KEY]
 
 
 @pytest.fixture(scope="module")
@@ -86,14 +104,24 @@ def test_bundle_file_matches_the_bundle_schema(path: Path, bundle_validator: Val
     assert not violations, "\n".join(map(str, violations))
 
 
+@pytest.mark.parametrize("target", ["dev", "prod"])
+def test_python_defined_resources_match_the_bundle_schema(target: str, bundle_validator: Validator) -> None:
+    violations = schema_violations(python_defined(target), bundle_validator)
+    assert not violations, "\n".join(map(str, violations))
+
+
 def test_bundle_includes_exactly_the_resource_files() -> None:
     bundle = load_yaml(BUNDLE_ROOT_FILE)
     assert bundle["bundle"]["name"] == "offsetlake"
     assert bundle["include"] == ["resources/*.yml"]
+    assert bundle["python"] == {"venv_path": ".venv", "resources": ["resources:load_resources"]}
+    for target in ("dev", "prod"):
+        assert {kind: set(group) for kind, group in python_defined(target)["resources"].items()} == {
+            "jobs": {JOB_KEY}
+        }
     assert [path.name for path in bundle_files()[1:]] == [
         "offsetlake.alert.yml",
         "offsetlake.dashboard.yml",
-        "offsetlake.failover.job.yml",
         "offsetlake.pipeline.yml",
         "offsetlake.schema.yml",
         "offsetlake.secrets.yml",
@@ -118,11 +146,11 @@ _JOB_PATH = f"$.resources.jobs.{JOB_KEY}"
             id="bool-as-string",
         ),
         pytest.param(
-            JOB_FILE, [*_JOB, "max_concurrent_runs"], "one", (f"{_JOB_PATH}.max_concurrent_runs", "integer"),
-            id="int-as-string",
+            FAILOVER_DOCUMENT, [*_JOB, "max_concurrent_runs"], "one",
+            (f"{_JOB_PATH}.max_concurrent_runs", "integer"), id="int-as-string",
         ),
         pytest.param(
-            JOB_FILE, [*_JOB, "tasks", 1, "task_key"], _DELETE,
+            FAILOVER_DOCUMENT, [*_JOB, "tasks", 1, "task_key"], _DELETE,
             (f"{_JOB_PATH}.tasks[1]", "'task_key' is a required property"), id="task-without-key",
         ),
         pytest.param(
@@ -138,9 +166,13 @@ _JOB_PATH = f"$.resources.jobs.{JOB_KEY}"
     ],
 )  # fmt: skip
 def test_broken_copy_fails_with_the_path_of_the_error(
-    source: Path, field: list[str | int], value: Any, expected: tuple[str, str], bundle_validator: Validator
+    source: Path | dict[str, Any],
+    field: list[str | int],
+    value: Any,
+    expected: tuple[str, str],
+    bundle_validator: Validator,
 ) -> None:
-    broken = copy.deepcopy(load_yaml(source))
+    broken = copy.deepcopy(source if isinstance(source, dict) else load_yaml(source))
     parent: Any = broken
     for step in field[:-1]:
         parent = parent[step]
@@ -155,7 +187,7 @@ def test_broken_copy_fails_with_the_path_of_the_error(
 
 def test_interpolation_is_accepted_where_the_schema_wants_another_type(bundle_validator: Validator) -> None:
     """The ${...} patterns use \\p{L}: a Python `re` evaluation would reject (or crash on) them."""
-    document = copy.deepcopy(load_yaml(JOB_FILE))
+    document = copy.deepcopy(FAILOVER_DOCUMENT)
     document["resources"]["jobs"][JOB_KEY]["max_concurrent_runs"] = "${var.max_runs}"
     document["resources"]["jobs"][JOB_KEY]["tasks"][1]["pipeline_task"]["full_refresh"] = (
         "${var.full_refresh}"
@@ -262,15 +294,24 @@ def test_sync_job_keeps_standby_groups_current_on_a_schedule(project: dict[str, 
     assert project["scripts"][sync.python_wheel_task.entry_point] == "offsetlake.cli.main:entry_point"  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("job_file", [JOB_FILE, SYNC_JOB_FILE], ids=lambda p: p.stem)
-def test_jobs_signal_failure_and_never_alert_for_skipped_runs(job_file: Path) -> None:
-    (settings,) = load_yaml(job_file)["resources"]["jobs"].values()
+def _dev_job_and_prod_paging(key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A job as dev deploys it, and the webhook_notifications prod adds (the sync job's in the prod
+    target; the failover job, defined in Python, adds its own for prod)."""
+    if key == JOB_KEY:
+        prod = python_defined("prod")["resources"]["jobs"][key]
+        return FAILOVER_DOCUMENT["resources"]["jobs"][key], prod["webhook_notifications"]
+    prod_jobs = load_yaml(BUNDLE_ROOT_FILE)["targets"]["prod"]["resources"]["jobs"]
+    return load_yaml(SYNC_JOB_FILE)["resources"]["jobs"][key], prod_jobs[key]["webhook_notifications"]
+
+
+@pytest.mark.parametrize("key", [JOB_KEY, SYNC_JOB_KEY])
+def test_jobs_signal_failure_and_never_alert_for_skipped_runs(key: str) -> None:
+    settings, prod_paging = _dev_job_and_prod_paging(key)
     job = Job.from_dict(settings)
     assert str(job.email_notifications.on_failure) == "${var.notification_emails}"  # type: ignore[union-attr]
-    # Paging is prod's (targets.prod.resources.jobs): dev has no destination to page.
-    prod_jobs = load_yaml(BUNDLE_ROOT_FILE)["targets"]["prod"]["resources"]["jobs"]
-    (key,) = load_yaml(job_file)["resources"]["jobs"]
-    assert prod_jobs[key]["webhook_notifications"]["on_failure"] == "${var.notification_destinations}"
+    # Paging is prod's: dev has no destination to page.
+    assert "webhook_notifications" not in settings
+    assert prod_paging["on_failure"] == "${var.notification_destinations}"
     assert job.notification_settings.no_alert_for_skipped_runs is True  # type: ignore[union-attr]
     assert job.timeout_seconds and job.timeout_seconds > 0
     (rule,) = job.health.rules  # type: ignore[union-attr]
@@ -294,8 +335,10 @@ def test_apply_task_runs_on_the_built_wheel(job_settings: dict[str, Any]) -> Non
     (environment,) = [env for env in job.environments if env.environment_key == apply.environment_key]
     assert environment.spec is not None
     (wheel,) = environment.spec.dependencies
-    # Relative to the resource file; the artifact's `pip wheel --wheel-dir dist` writes to dist/.
-    assert (RESOURCES_DIR / str(wheel)).parent.resolve() == REPO_ROOT / "dist"
+    # Relative to the bundle root for a job defined in Python (the CLI gives Python's output the
+    # root as its location: bundle/config/mutator/python/python_mutator.go loadOutput); the
+    # artifact's `pip wheel --wheel-dir dist` writes to dist/.
+    assert (REPO_ROOT / str(wheel)).parent.resolve() == REPO_ROOT / "dist"
     (artifact,) = load_yaml(BUNDLE_ROOT_FILE)["artifacts"].values()
     assert artifact["type"] == "whl"
     assert (REPO_ROOT / artifact["path"]).resolve() == REPO_ROOT
@@ -461,7 +504,8 @@ def test_sync_excludes_tests_benchmarks_and_fixtures() -> None:
 
 
 def test_every_variable_is_declared_described_and_used(variables: dict[str, dict[str, Any]]) -> None:
-    referenced = set().union(*(variable_references(load_yaml(path)) for path in bundle_files()))
+    documents = [load_yaml(path) for path in bundle_files()] + [python_defined(t) for t in ("dev", "prod")]
+    referenced = set().union(*(variable_references(document) for document in documents))
     assert referenced - set(variables) == set(), "referenced but not declared"
     assert set(variables) - referenced == set(), "declared but never used"
     assert [name for name, spec in variables.items() if not str(spec.get("description", "")).strip()] == []
@@ -515,6 +559,13 @@ def test_architecture_table_parsing_handles_sibling_keys_and_escaped_pipes() -> 
 def test_bundle_file_holds_no_credentials(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert credential_findings(load_yaml(path), text) == []
+
+
+def test_python_defined_resources_hold_no_credentials() -> None:
+    for path in sorted(RESOURCES_DIR.glob("*.py")):
+        assert credential_findings({}, path.read_text(encoding="utf-8")) == [], path
+    for target in ("dev", "prod"):
+        assert credential_findings(python_defined(target), "") == [], target
 
 
 @pytest.mark.parametrize(

@@ -155,12 +155,14 @@ def test_nothing_required_is_left_empty(resolved: dict[str, Any]) -> None:
 
 
 def test_an_empty_recipient_list_given_for_prod_is_caught() -> None:
-    assert empty_values(resolve("prod", notification_destinations=[])["resources"]) == [
-        ".jobs.offsetlake_failover.webhook_notifications.on_failure",
-        ".jobs.offsetlake_failover.webhook_notifications.on_duration_warning_threshold_exceeded",
-        ".jobs.offsetlake_sync.webhook_notifications.on_failure",
-        ".jobs.offsetlake_sync.webhook_notifications.on_duration_warning_threshold_exceeded",
-    ]
+    assert sorted(empty_values(resolve("prod", notification_destinations=[])["resources"])) == sorted(
+        [
+            ".jobs.offsetlake_failover.webhook_notifications.on_failure",
+            ".jobs.offsetlake_failover.webhook_notifications.on_duration_warning_threshold_exceeded",
+            ".jobs.offsetlake_sync.webhook_notifications.on_failure",
+            ".jobs.offsetlake_sync.webhook_notifications.on_duration_warning_threshold_exceeded",
+        ]
+    )
 
 
 @pytest.mark.parametrize("missing", ["notification_emails", "target_bootstrap_servers"])
@@ -348,6 +350,39 @@ def test_failover_refreshes_only_what_latest_offsets_and_the_health_rows_are_com
         refresh = next(task for task in tasks if task["task_key"] == "refresh_pipeline")["pipeline_task"]
         assert tuple(refresh["refresh_selection"]) == failover_refresh_selection(settings)
         assert "full_refresh_selection" not in refresh
+
+
+def test_the_failovers_refresh_follows_the_graph_the_targets_variables_declare() -> None:
+    """Generated with the target's variable values (resources/offsetlake_failover_job.py): with K2K
+    mappings and tracing configured, their tables are refreshed too (they exist only then)."""
+    k2k = {"mappings_topics": "primary", "k2k_tracing_topics": "primary={topic}"}
+    for target in ("dev", "prod"):
+        tasks = resolve(target, **k2k)["resources"]["jobs"]["offsetlake_failover"]["tasks"]
+        (refresh,) = [task["pipeline_task"] for task in tasks if task["task_key"] == "refresh_pipeline"]
+        plain = resolve(target)["resources"]["jobs"]["offsetlake_failover"]["tasks"][1]["pipeline_task"]
+        assert set(refresh["refresh_selection"]) - set(plain["refresh_selection"]) == {
+            "bronze_mappings",
+            "decoded_mappings",
+            "silver_mappings",
+            "latest_group_offsets",
+            "k2k_mapping_conflicts",
+            "k2k_tracing_lookups",
+        }
+
+
+def test_a_target_that_changes_the_python_defined_job_is_refused(tmp_path: Path) -> None:
+    """The CLI refuses Python's resource when YAML (a target's override) already made one of its key."""
+
+    def override(configuration: dict[str, Any]) -> None:
+        configuration["targets"]["prod"]["resources"]["jobs"]["offsetlake_failover"] = {
+            "max_concurrent_runs": 2
+        }
+
+    root = copy_of_the_bundle(tmp_path, override)
+    with pytest.raises(
+        BundleResolutionError, match=r"unexpected updated resources: resources\.jobs\.offsetlake_failover"
+    ):
+        resolve_bundle("prod", identity=PROD_DEPLOYER, overrides_file=PROD_OVERRIDES, root=root)
 
 
 # --- permissions: who reads the Kafka credentials (issue 33) -----------------------------------------

@@ -17,6 +17,7 @@ from offsetlake.local.pipeline_run import write_spec
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.settings import PipelineSettings
+from tests.bundle_resolver import python_resources_of_target
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTERS = ResolvedClusters("t:9092", "target", (), None)
@@ -67,9 +68,11 @@ def test_a_bad_setting_is_one_clear_error() -> None:
 
 def test_the_bundles_apply_task_passes_the_pipelines_policy() -> None:
     pipeline = yaml.safe_load((REPO / "resources" / "offsetlake.pipeline.yml").read_text())
-    job = yaml.safe_load((REPO / "resources" / "offsetlake.failover.job.yml").read_text())
+    job = python_resources_of_target(
+        "dev", {"source_clusters": "p=s:9092", "target_bootstrap_servers": "t:9092"}
+    )
     (configuration,) = [p["configuration"] for p in pipeline["resources"]["pipelines"].values()]
-    tasks: list[dict[str, Any]] = job["resources"]["jobs"]["offsetlake_failover"]["tasks"]
+    tasks: list[dict[str, Any]] = job["jobs"]["offsetlake_failover"]["tasks"]
     (apply,) = [task for task in tasks if task["task_key"] == "apply_offsets"]
     parameters = apply["python_wheel_task"]["parameters"]
     assert "--checkpoint-tail=true" in parameters

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from offsetlake.pipeline.refresh_selection import (
     declared_tables,
     failover_refresh,
     failover_refresh_selection,
+    lineage,
 )
 from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake.pipeline.tables import (
@@ -14,7 +17,10 @@ from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    QUARANTINE,
     REPLICATION_PROGRESS,
+    SOURCE_LOG_OFFSETS,
+    TRANSLATION_OBSERVATIONS,
 )
 
 
@@ -32,6 +38,30 @@ def test_the_selection_names_latest_offsets_its_inputs_and_the_health_rows_only(
     assert not any("mapping" in name or "connect" in name or "k2k" in name for name in selected)
     assert set(selected) <= {table.name for table in ALL_TABLES}
     assert len(set(selected)) == len(selected)
+
+
+def test_the_selection_holds_every_declared_input_of_what_it_refreshes() -> None:
+    """Quarantine aside (refreshed beside the decoded tables, not for the failover): a selected table
+    reading a declared table outside the selection would compute from stale rows."""
+    specs = {spec.name: spec for spec in ALL_TABLES}
+    for conf in (
+        {},
+        {"offsetlake.mappings.topics": "primary", "offsetlake.k2k.tracing.topics": "primary={topic}"},
+    ):
+        chosen = settings(**conf)
+        selected, declared = set(failover_refresh_selection(chosen)), set(declared_tables(chosen))
+        for name in selected - {QUARANTINE.name}:
+            assert {source.name for source in specs[name].inputs} & declared <= selected, name
+
+
+def test_a_new_input_is_followed_to_its_own_inputs() -> None:
+    """The lineage comes from the specs: a table latest_offsets starts to read, and what that table
+    reads, join the refresh without a list to edit."""
+    everything = {spec.name for spec in ALL_TABLES}
+    grown = replace(LATEST_OFFSETS, inputs=(*LATEST_OFFSETS.inputs, SOURCE_LOG_OFFSETS))
+    assert lineage((grown,), everything) == lineage((LATEST_OFFSETS,), everything) | {SOURCE_LOG_OFFSETS.name}
+    assert TRANSLATION_OBSERVATIONS.name in lineage((LATEST_OFFSETS,), everything)
+    assert lineage((LATEST_OFFSETS,), everything - {"offset_versions"}) == {LATEST_OFFSETS.name}
 
 
 def test_mapping_tables_are_selected_only_when_the_graph_declares_them() -> None:

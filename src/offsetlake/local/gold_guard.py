@@ -27,25 +27,11 @@ from typing import Final
 from offsetlake.errors import ExternalError
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, RunLockHold, check_home_free
-from offsetlake.pipeline.tables import (
-    FAILOVER_DATA_LOSS,
-    LATEST_GROUP_OFFSETS,
-    LATEST_OFFSETS,
-    OFFSET_HISTORY,
-    OFFSET_VERSIONS,
-    REPLICATION_PROGRESS,
-    REPLICATION_PROGRESS_HISTORY,
-)
+from offsetlake.pipeline.tables import ALL_TABLES
 
 # Every materialized view: the local engine empties one when an update fails or is interrupted.
-GUARDED_TABLES: Final[tuple[str, ...]] = (
-    OFFSET_VERSIONS.name,
-    LATEST_GROUP_OFFSETS.name,
-    OFFSET_HISTORY.name,
-    LATEST_OFFSETS.name,
-    REPLICATION_PROGRESS_HISTORY.name,
-    REPLICATION_PROGRESS.name,
-    FAILOVER_DATA_LOSS.name,
+GUARDED_TABLES: Final[tuple[str, ...]] = tuple(
+    spec.name for spec in ALL_TABLES if spec.kind == "materialized_view"
 )
 _MARKER: Final = "UPDATE-IN-PROGRESS"
 _POLL_S: Final = 0.1

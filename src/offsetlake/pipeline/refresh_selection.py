@@ -4,7 +4,10 @@ A failover needs the newest translations and each cluster's reachability, nothin
 refresh selection (``spark-pipelines run --refresh``, the Pipelines API's ``refresh_selection``)
 updates only the named datasets; replication progress, data loss, history and the Connect offsets
 follow at the next full update, each streaming table from where its checkpoint stopped.
-Temporary views are not datasets and are never named.
+Temporary views are not datasets and are never named. The lineage is the inputs each table's spec
+declares (pipeline/tables.py), which tests/integration/test_pipeline_declarations.py holds to what
+the transformations read: a new input of ``latest_offsets`` joins the selection by itself, here and
+in the bundle's failover job (resources/offsetlake_failover_job.py).
 
 A selection needs the graph's tables to exist: the engine resolves each streaming flow again when
 it starts, against the catalog, so a selected flow reading a table outside the selection that was
@@ -16,76 +19,62 @@ home where a table the graph declares is missing, the failover's refresh is a fu
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake.pipeline.tables import (
     ALL_TABLES,
-    BRONZE_CHECKPOINTS,
     BRONZE_CONNECT_OFFSETS,
-    BRONZE_GROUP_OFFSETS,
     BRONZE_MAPPINGS,
-    BRONZE_OFFSET_SYNCS,
     CLUSTER_HEALTH,
-    DECODED_CHECKPOINTS,
     DECODED_CONNECT_OFFSETS,
     DECODED_MAPPINGS,
-    DECODED_OFFSET_SYNCS,
     K2K_MAPPING_CONFLICTS,
     K2K_TRACING_LOOKUPS,
-    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
-    OFFSET_VERSIONS,
     QUARANTINE,
-    SILVER_CHECKPOINTS,
     SILVER_CONNECT_OFFSETS,
-    SILVER_GROUP_OFFSETS,
     SILVER_MAPPINGS,
-    SILVER_OFFSET_SYNCS,
-    TRANSLATION_OBSERVATIONS,
     TableSpec,
 )
 
-_ALWAYS: tuple[TableSpec, ...] = (
-    BRONZE_CHECKPOINTS,
-    BRONZE_OFFSET_SYNCS,
-    BRONZE_GROUP_OFFSETS,
-    CLUSTER_HEALTH,
-    DECODED_CHECKPOINTS,
-    DECODED_OFFSET_SYNCS,
-    SILVER_CHECKPOINTS,
-    SILVER_OFFSET_SYNCS,
-    SILVER_GROUP_OFFSETS,
-    # Malformed checkpoints and syncs land here in the same update they are read: nothing is lost
-    # between a failover's refresh and the next full update.
-    QUARANTINE,
-    TRANSLATION_OBSERVATIONS,
-    OFFSET_VERSIONS,
+_REFRESHED_FOR: tuple[TableSpec, ...] = (
     LATEST_OFFSETS,
-)
-_WITH_MAPPINGS: tuple[TableSpec, ...] = (
-    BRONZE_MAPPINGS,
-    DECODED_MAPPINGS,
-    SILVER_MAPPINGS,
     # The apply refuses what this flags, so it must be as fresh as the translations it flags.
-    LATEST_GROUP_OFFSETS,
     K2K_MAPPING_CONFLICTS,
+    CLUSTER_HEALTH,
 )
-_WITH_TRACING: tuple[TableSpec, ...] = (K2K_TRACING_LOOKUPS,)
+"""What the failover reads: each is refreshed with every declared table it is computed from."""
+_REFRESHED_BESIDE: tuple[TableSpec, ...] = (QUARANTINE,)
+"""Refreshed without their inputs: malformed checkpoints and syncs land here in the same update
+they are read, so nothing is lost between a failover's refresh and the next full update."""
+
+
+def lineage(specs: Iterable[TableSpec], declared: Collection[str]) -> frozenset[str]:
+    """``specs`` and every table they are computed from, following the inputs the specs declare
+    through the ``declared`` tables only (an input the settings leave out is not read)."""
+    found: set[str] = set()
+    pending = [spec for spec in specs if spec.name in declared]
+    while pending:
+        spec = pending.pop()
+        if spec.name not in found:
+            found.add(spec.name)
+            pending += [source for source in spec.inputs if source.name in declared]
+    return frozenset(found)
 
 
 def failover_refresh_selection(settings: PipelineSettings) -> tuple[str, ...]:
-    """The dataset names to refresh before a failover, for the graph ``settings`` declare
-    (mapping and tracing tables exist only when configured)."""
-    specs = (
-        _ALWAYS
-        + (_WITH_MAPPINGS if settings.mappings_topics else ())
-        + (_WITH_TRACING if settings.k2k_tracing_routes else ())
-    )
-    return tuple(spec.name for spec in specs)
+    """The dataset names to refresh before a failover, in table order: what the failover reads and
+    every table of the graph ``settings`` declare that it is computed from (the specs' inputs)."""
+    declared = declared_tables(settings)
+    selected = lineage(_REFRESHED_FOR, declared) | {
+        spec.name for spec in _REFRESHED_BESIDE if spec.name in declared
+    }
+    return tuple(spec.name for spec in ALL_TABLES if spec.name in selected)
 
 
+_WITH_TRACING: tuple[TableSpec, ...] = (K2K_TRACING_LOOKUPS,)
 _DECLARED_WITH_MAPPINGS: tuple[TableSpec, ...] = (
     BRONZE_MAPPINGS,
     DECODED_MAPPINGS,

@@ -7,8 +7,10 @@ Gold columns are the contract in docs/architecture.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+Kind = Literal["streaming_table", "materialized_view"]
 
 DEFAULT_SCHEMA: Final = "offsetlake"
 """The schema offsetlake's tables live in unless told otherwise (the bundle's default, the local one)."""
@@ -20,6 +22,14 @@ class TableSpec:
     comment: str
     columns: tuple[tuple[str, str, str], ...]
     """(name, Spark SQL type, comment) in table order."""
+    inputs: tuple[TableSpec, ...] = ()
+    """Every pipeline table its query may read, directly or through a temporary view: the lineage
+    the failover's refresh follows (pipeline/refresh_selection.py). An input the settings leave out
+    of the graph is not read; tests/integration/test_pipeline_declarations.py holds this to the
+    reads of the transformations."""
+    kind: Kind = "streaming_table"
+    """What the local graph declares; offset_versions and latest_group_offsets, materialized views
+    there, are AUTO CDC streaming tables on Databricks (``offsetlake.gold.incremental``)."""
 
     @property
     def schema_ddl(self) -> str:
@@ -121,7 +131,7 @@ CLUSTER_HEALTH: Final = TableSpec(
     ),
 )
 
-SILVER_CHECKPOINTS: Final = TableSpec(
+_SILVER_CHECKPOINTS: Final = TableSpec(
     "silver_checkpoints",
     "Decoded MM2 checkpoints: a source group's committed upstream offset and MM2's translated "
     "downstream offset, keyed by the downstream (target-cluster) topic.",
@@ -138,7 +148,7 @@ SILVER_CHECKPOINTS: Final = TableSpec(
         _INGESTED_AT,
     ),
 )
-SILVER_OFFSET_SYNCS: Final = TableSpec(
+_SILVER_OFFSET_SYNCS: Final = TableSpec(
     "silver_offset_syncs",
     "Decoded MM2 offset syncs: upstream record upstream_offset was written at downstream_offset. "
     "Full history, ordered by kafka_offset within each syncs topic.",
@@ -153,7 +163,7 @@ SILVER_OFFSET_SYNCS: Final = TableSpec(
         _INGESTED_AT,
     ),
 )
-SILVER_MAPPINGS: Final = TableSpec(
+_SILVER_MAPPINGS: Final = TableSpec(
     "silver_mappings",
     "Decoded record-level offset mappings: each replicated record's source and target position, "
     "with the source cluster its mapping topic is bound to (offsetlake.mappings.topics).",
@@ -179,14 +189,17 @@ SILVER_GROUP_OFFSETS: Final = TableSpec(
     "Source consumer-group committed offsets per snapshot, typed; the input of syncs- and "
     "mapping-based translation.",
     BRONZE_GROUP_OFFSETS.columns,
+    (BRONZE_GROUP_OFFSETS,),
 )
 LATEST_GROUP_OFFSETS: Final = TableSpec(
     "latest_group_offsets",
     "The newest snapshot of each source group-partition's committed offset (SCD type 1 over "
     "silver_group_offsets, by snapshot_time); what failover_data_loss reads.",
     BRONZE_GROUP_OFFSETS.columns,
+    (SILVER_GROUP_OFFSETS,),
+    "materialized_view",
 )
-SILVER_CONNECT_OFFSETS: Final = TableSpec(
+_SILVER_CONNECT_OFFSETS: Final = TableSpec(
     "silver_connect_offsets",
     "Decoded Kafka Connect source offsets of every connector; for MirrorSourceConnector keys "
     "({cluster, partition, topic}) also the source partition and the last replicated upstream offset. "
@@ -210,6 +223,43 @@ SILVER_CONNECT_OFFSETS: Final = TableSpec(
         _INGESTED_AT,
     ),
 )
+
+_DECODE_ERROR: Final = (
+    "decode_error",
+    "STRING",
+    "Why decoding failed: the pure codec's error message; NULL when the record decoded",
+)
+_RAW_WHEN_MALFORMED: Final = (
+    ("key", "BINARY", "Raw record key bytes of a malformed record (NULL when it decoded: bronze keeps them)"),
+    (
+        "value",
+        "BINARY",
+        "Raw record value bytes of a malformed record (NULL when it decoded: bronze keeps them)",
+    ),
+)
+
+
+def _decoded_and_silver(bronze: TableSpec, silver: TableSpec) -> tuple[TableSpec, TableSpec]:
+    """The one decoding pass over ``bronze``, which ``silver`` and quarantine are filtered from, and
+    ``silver`` reading it."""
+    decoded = TableSpec(
+        "decoded_" + silver.name.removeprefix("silver_"),
+        f"Every {bronze.name} record decoded once; {silver.name} (decode_error NULL) and quarantine "
+        f"(decode_error set) read this one decoding pass. The columns of {silver.name} (decoded fields NULL "
+        "when malformed), the error, and the raw bytes of malformed records only.",
+        (*silver.columns, _DECODE_ERROR, *_RAW_WHEN_MALFORMED),
+        (bronze,),
+    )
+    return decoded, replace(silver, inputs=(decoded,))
+
+
+DECODED_CHECKPOINTS, SILVER_CHECKPOINTS = _decoded_and_silver(BRONZE_CHECKPOINTS, _SILVER_CHECKPOINTS)
+DECODED_OFFSET_SYNCS, SILVER_OFFSET_SYNCS = _decoded_and_silver(BRONZE_OFFSET_SYNCS, _SILVER_OFFSET_SYNCS)
+DECODED_MAPPINGS, SILVER_MAPPINGS = _decoded_and_silver(BRONZE_MAPPINGS, _SILVER_MAPPINGS)
+DECODED_CONNECT_OFFSETS, SILVER_CONNECT_OFFSETS = _decoded_and_silver(
+    BRONZE_CONNECT_OFFSETS, _SILVER_CONNECT_OFFSETS
+)
+
 QUARANTINE: Final = TableSpec(
     "quarantine",
     "Records that could not be decoded, kept with their raw bytes, Kafka coordinates and the reason; "
@@ -229,38 +279,8 @@ QUARANTINE: Final = TableSpec(
         ("reason", "STRING", "Why decoding failed: the pure codec's error message"),
         _INGESTED_AT,
     ),
+    (DECODED_CHECKPOINTS, DECODED_OFFSET_SYNCS, DECODED_MAPPINGS, DECODED_CONNECT_OFFSETS),
 )
-
-_DECODE_ERROR: Final = (
-    "decode_error",
-    "STRING",
-    "Why decoding failed: the pure codec's error message; NULL when the record decoded",
-)
-_RAW_WHEN_MALFORMED: Final = (
-    ("key", "BINARY", "Raw record key bytes of a malformed record (NULL when it decoded: bronze keeps them)"),
-    (
-        "value",
-        "BINARY",
-        "Raw record value bytes of a malformed record (NULL when it decoded: bronze keeps them)",
-    ),
-)
-
-
-def _decode_result(bronze: TableSpec, silver: TableSpec) -> TableSpec:
-    """The one decoding pass over ``bronze``: what ``silver`` and quarantine are filtered from."""
-    return TableSpec(
-        "decoded_" + silver.name.removeprefix("silver_"),
-        f"Every {bronze.name} record decoded once; {silver.name} (decode_error NULL) and quarantine "
-        f"(decode_error set) read this one decoding pass. The columns of {silver.name} (decoded fields NULL "
-        "when malformed), the error, and the raw bytes of malformed records only.",
-        (*silver.columns, _DECODE_ERROR, *_RAW_WHEN_MALFORMED),
-    )
-
-
-DECODED_CHECKPOINTS: Final = _decode_result(BRONZE_CHECKPOINTS, SILVER_CHECKPOINTS)
-DECODED_OFFSET_SYNCS: Final = _decode_result(BRONZE_OFFSET_SYNCS, SILVER_OFFSET_SYNCS)
-DECODED_MAPPINGS: Final = _decode_result(BRONZE_MAPPINGS, SILVER_MAPPINGS)
-DECODED_CONNECT_OFFSETS: Final = _decode_result(BRONZE_CONNECT_OFFSETS, SILVER_CONNECT_OFFSETS)
 
 _GOLD_KEY: Final = (
     ("source_cluster", "STRING", "MM2 alias of the source cluster the group committed on"),
@@ -299,82 +319,10 @@ _SEQUENCE: Final = "STRUCT<observed_at: TIMESTAMP, observation_order: BIGINT>"
 first made (a local home's table keeps its column types; the engine orders by the fields by name)."""
 _AUTO_CDC_SEQUENCE: Final = "STRUCT<observation_order: BIGINT, observed_at: TIMESTAMP>"
 """AUTO CDC's sequence_by, compared field by field: the checkpoint's topic offset first."""
-TRANSLATION_OBSERVATIONS: Final = TableSpec(
-    "translation_observations",
-    "Every translated offset by every method, appended as it is observed: each checkpoint, and each "
-    "group-offset snapshot translated with the offset syncs and mappings known when it was ingested.",
-    _OBSERVATION,
-)
-_VERSIONS_COMMENT: Final = (
-    "SCD type 2 versions of each (source_cluster, consumer_group, topic, partition, method) translation, "
-    "ordered by (observation_order, observed_at): a new version when downstream_offset or "
-    "upstream_offset changes; the other columns hold the version's newest observation. AUTO CDC "
-    "maintains it on Databricks; offset_history and latest_offsets read it."
-)
-
-
-def _versions(sequence: str) -> tuple[tuple[str, str, str], ...]:
-    return (
-        *_OBSERVATION,
-        ("__START_AT", sequence, "Sequence of the version's first observation"),
-        ("__END_AT", sequence, "Sequence of the next version's first observation; NULL while current"),
-    )
-
-
-OFFSET_VERSIONS: Final = TableSpec("offset_versions", _VERSIONS_COMMENT, _versions(_SEQUENCE))
-OFFSET_VERSIONS_AUTO_CDC: Final = TableSpec(
-    "offset_versions", _VERSIONS_COMMENT, _versions(_AUTO_CDC_SEQUENCE)
-)
-"""offset_versions as AUTO CDC keeps it (Databricks): its sequence columns have sequence_by's type."""
-_GOLD_KEY_AND_OFFSET: Final = (
-    *_GOLD_KEY,
-    *_TRANSLATION,
-    (
-        "source_timestamp",
-        "TIMESTAMP",
-        "When this translation was first observed (checkpoint or snapshot time)",
-    ),
-    ("valid_from", "TIMESTAMP", "Start of validity: first observation of this translation"),
-    ("valid_to", "TIMESTAMP", "End of validity (exclusive); NULL while current"),
-)
-OFFSET_HISTORY: Final = TableSpec(
-    "offset_history",
-    "Every distinct translation (upstream -> downstream offset) per (source_cluster, consumer_group, topic, "
-    "partition, method) with its validity interval. As of T: valid_from <= T AND (valid_to IS NULL OR "
-    "valid_to > T).",
-    _GOLD_KEY_AND_OFFSET,
-)
-LATEST_OFFSETS: Final = TableSpec(
-    "latest_offsets",
-    "The current translated offset per (source_cluster, consumer_group, topic, partition): among the "
-    "methods translating the freshest upstream offset, the first in offsetlake.method.precedence. Age: "
-    "now minus last_observed_at, computed when read.",
-    (
-        *_GOLD_KEY_AND_OFFSET,
-        ("methods_disagree", "BOOLEAN", "True when methods translating the same upstream offset differ"),
-        ("last_observed_at", "TIMESTAMP", "Latest observation that still gave this translation"),
-    ),
-)
-
 _UPSTREAM_POSITION: Final = (
     ("upstream_topic", "STRING", "Upstream (source-cluster) topic the group committed on"),
     ("upstream_partition", "INT", "Upstream partition"),
     ("upstream_offset", "BIGINT", "The source group's committed offset (its newest snapshot)"),
-)
-K2K_MAPPING_CONFLICTS: Final = TableSpec(
-    "k2k_mapping_conflicts",
-    "Group-partitions whose record-level mapping translation rests on a source record K2K mapped to "
-    "more than one target topic (two K2K routings of one source topic). One row per target topic; the "
-    "apply job refuses them unless told to ignore it (K2K's onMultipleTargetCommittedOffsets). Newest "
-    "group-offset snapshots only.",
-    (
-        *_GOLD_KEY,
-        *_UPSTREAM_POSITION,
-        ("mapped_source_offset", "BIGINT", "Source offset of the mapped record the translation rests on"),
-        ("target_topics", "ARRAY<STRING>", "Every target topic that source record was mapped to, sorted"),
-        ("downstream_offset", "BIGINT", "This routing's translated offset"),
-        ("snapshot_time", "TIMESTAMP", "When the group's offsets were listed on the source cluster"),
-    ),
 )
 K2K_TRACING_LOOKUPS: Final = TableSpec(
     "k2k_tracing_lookups",
@@ -400,6 +348,89 @@ K2K_TRACING_LOOKUPS: Final = TableSpec(
         ("snapshot_time", "TIMESTAMP", "When the group's offsets were listed on the source cluster"),
         ("looked_up_at", "TIMESTAMP", "When the target was searched"),
     ),
+)
+TRANSLATION_OBSERVATIONS: Final = TableSpec(
+    "translation_observations",
+    "Every translated offset by every method, appended as it is observed: each checkpoint, and each "
+    "group-offset snapshot translated with the offset syncs and mappings known when it was ingested.",
+    _OBSERVATION,
+    (SILVER_CHECKPOINTS, SILVER_GROUP_OFFSETS, SILVER_OFFSET_SYNCS, SILVER_MAPPINGS, K2K_TRACING_LOOKUPS),
+)
+_VERSIONS_COMMENT: Final = (
+    "SCD type 2 versions of each (source_cluster, consumer_group, topic, partition, method) translation, "
+    "ordered by (observation_order, observed_at): a new version when downstream_offset or "
+    "upstream_offset changes; the other columns hold the version's newest observation. AUTO CDC "
+    "maintains it on Databricks; offset_history and latest_offsets read it."
+)
+
+
+def _versions(sequence: str) -> tuple[tuple[str, str, str], ...]:
+    return (
+        *_OBSERVATION,
+        ("__START_AT", sequence, "Sequence of the version's first observation"),
+        ("__END_AT", sequence, "Sequence of the next version's first observation; NULL while current"),
+    )
+
+
+OFFSET_VERSIONS: Final = TableSpec(
+    "offset_versions",
+    _VERSIONS_COMMENT,
+    _versions(_SEQUENCE),
+    (TRANSLATION_OBSERVATIONS,),
+    "materialized_view",
+)
+OFFSET_VERSIONS_AUTO_CDC: Final = replace(OFFSET_VERSIONS, columns=_versions(_AUTO_CDC_SEQUENCE))
+"""offset_versions as AUTO CDC keeps it (Databricks): its sequence columns have sequence_by's type."""
+_GOLD_KEY_AND_OFFSET: Final = (
+    *_GOLD_KEY,
+    *_TRANSLATION,
+    (
+        "source_timestamp",
+        "TIMESTAMP",
+        "When this translation was first observed (checkpoint or snapshot time)",
+    ),
+    ("valid_from", "TIMESTAMP", "Start of validity: first observation of this translation"),
+    ("valid_to", "TIMESTAMP", "End of validity (exclusive); NULL while current"),
+)
+OFFSET_HISTORY: Final = TableSpec(
+    "offset_history",
+    "Every distinct translation (upstream -> downstream offset) per (source_cluster, consumer_group, topic, "
+    "partition, method) with its validity interval. As of T: valid_from <= T AND (valid_to IS NULL OR "
+    "valid_to > T).",
+    _GOLD_KEY_AND_OFFSET,
+    (OFFSET_VERSIONS,),
+    "materialized_view",
+)
+LATEST_OFFSETS: Final = TableSpec(
+    "latest_offsets",
+    "The current translated offset per (source_cluster, consumer_group, topic, partition): among the "
+    "methods translating the freshest upstream offset, the first in offsetlake.method.precedence. Age: "
+    "now minus last_observed_at, computed when read.",
+    (
+        *_GOLD_KEY_AND_OFFSET,
+        ("methods_disagree", "BOOLEAN", "True when methods translating the same upstream offset differ"),
+        ("last_observed_at", "TIMESTAMP", "Latest observation that still gave this translation"),
+    ),
+    (OFFSET_VERSIONS,),
+    "materialized_view",
+)
+
+K2K_MAPPING_CONFLICTS: Final = TableSpec(
+    "k2k_mapping_conflicts",
+    "Group-partitions whose record-level mapping translation rests on a source record K2K mapped to "
+    "more than one target topic (two K2K routings of one source topic). One row per target topic; the "
+    "apply job refuses them unless told to ignore it (K2K's onMultipleTargetCommittedOffsets). Newest "
+    "group-offset snapshots only.",
+    (
+        *_GOLD_KEY,
+        *_UPSTREAM_POSITION,
+        ("mapped_source_offset", "BIGINT", "Source offset of the mapped record the translation rests on"),
+        ("target_topics", "ARRAY<STRING>", "Every target topic that source record was mapped to, sorted"),
+        ("downstream_offset", "BIGINT", "This routing's translated offset"),
+        ("snapshot_time", "TIMESTAMP", "When the group's offsets were listed on the source cluster"),
+    ),
+    (LATEST_GROUP_OFFSETS, SILVER_MAPPINGS),
+    "materialized_view",
 )
 
 _PROGRESS_COLUMNS: Final = (
@@ -436,17 +467,23 @@ _PROGRESS_COLUMNS: Final = (
     ("last_progress_at", "TIMESTAMP", "When MM2's position last changed (Connect flush or offset sync time)"),
     ("snapshot_time", "TIMESTAMP", "When the source log offsets were listed; the position is as of then"),
 )
+_PROGRESS_INPUTS: Final = (SILVER_CONNECT_OFFSETS, SILVER_OFFSET_SYNCS, SOURCE_LOG_OFFSETS)
+"""MM2's positions (Connect offsets, offset syncs) and the source heads: what progress is computed from."""
 REPLICATION_PROGRESS_HISTORY: Final = TableSpec(
     "replication_progress_history",
     "MM2's replication progress per source partition at every log-offset snapshot: the replicated position "
     "as of the snapshot, the source head then, and the lag.",
     _PROGRESS_COLUMNS,
+    _PROGRESS_INPUTS,
+    "materialized_view",
 )
 REPLICATION_PROGRESS: Final = TableSpec(
     "replication_progress",
     "MM2's replication progress per source partition at the newest log-offset snapshot: current lag in "
     "records and seconds, and when MM2 last made progress.",
     _PROGRESS_COLUMNS,
+    _PROGRESS_INPUTS,
+    "materialized_view",
 )
 FAILOVER_DATA_LOSS: Final = TableSpec(
     "failover_data_loss",
@@ -484,6 +521,8 @@ FAILOVER_DATA_LOSS: Final = TableSpec(
         ("committed_at", "TIMESTAMP", "When the group's offsets were snapshotted"),
         ("progress_at", "TIMESTAMP", "When the source log offsets were snapshotted"),
     ),
+    (LATEST_GROUP_OFFSETS, *_PROGRESS_INPUTS),
+    "materialized_view",
 )
 
 ALL_TABLES: Final = (

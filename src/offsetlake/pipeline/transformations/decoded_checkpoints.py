@@ -1,0 +1,19 @@
+"""decoded_checkpoints: every bronze_checkpoints record decoded once, Spark-native; silver_checkpoints
+and quarantine are filtered from it on ``decode_error`` (see quarantine.py)."""
+
+from __future__ import annotations
+
+from pyspark import pipelines as dp
+from pyspark.sql import DataFrame, SparkSession
+
+from offsetlake.pipeline.decoding import inputs
+from offsetlake.pipeline.decoding.inputs import decode_result
+
+spark = SparkSession.builder.getOrCreate()
+
+source = inputs.CHECKPOINTS
+
+
+@dp.table(name=source.decoded.name, comment=source.decoded.comment, schema=source.decoded.schema_ddl)
+def decoded_checkpoints() -> DataFrame:
+    return decode_result(spark.readStream.table(source.bronze.name), source)

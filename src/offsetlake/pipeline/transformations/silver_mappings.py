@@ -1,0 +1,24 @@
+"""silver_mappings (when ``offsetlake.mappings.topics`` is set): the records of decoded_mappings that
+decoded, typed; on Databricks with warn-only expectations (offsetlake.pipeline.expectations),
+counted in the event log, never dropping a row."""
+
+from __future__ import annotations
+
+from pyspark import pipelines as dp
+from pyspark.sql import DataFrame, SparkSession
+
+from offsetlake.pipeline.decoding import inputs
+from offsetlake.pipeline.decoding.inputs import silver_rows
+from offsetlake.pipeline.expectations import expect_all
+from offsetlake.pipeline.kafka_readers import pipeline_settings
+
+spark = SparkSession.builder.getOrCreate()
+settings = pipeline_settings(spark)
+
+if settings.mappings_topics:
+    source = inputs.mappings(settings.mappings_format, settings.mapping_topic_sources)
+
+    @dp.table(name=source.silver.name, comment=source.silver.comment, schema=source.silver.schema_ddl)
+    @expect_all(dp, source.silver.name)
+    def silver_mappings() -> DataFrame:
+        return silver_rows(spark.readStream.table(source.decoded.name), source)
