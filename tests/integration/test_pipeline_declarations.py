@@ -22,7 +22,7 @@ import pyspark
 import pytest
 
 from offsetlake.k2k.routing import TracingRoute
-from offsetlake.local.pipeline_run import TRANSFORMATIONS_DIR
+from offsetlake.local.pipeline_spec import TRANSFORMATIONS_DIR
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
 from offsetlake.pipeline.refresh_selection import declared_tables
 from offsetlake.pipeline.settings import MappingTopic, PipelineSettings, SourceCluster

@@ -36,8 +36,7 @@ from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError
 from offsetlake.jobs.session import on_databricks
 from offsetlake.k2k.tracing import TracingHeaderNames
-from offsetlake.local.home import local_home
-from offsetlake.local.pipeline_run import SPEC_FILE
+from offsetlake.local.home import LocalHome
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.precedence import METHODS
 from offsetlake.pipeline.settings import (
@@ -167,7 +166,7 @@ def _pipeline_conf(args: argparse.Namespace) -> dict[str, str]:
 
 def _local_pipeline_conf() -> dict[str, str]:
     """The offsetlake.* configuration of the home's pipeline spec; empty when it never ran."""
-    spec = local_home() / "pipeline" / SPEC_FILE
+    spec = LocalHome.resolve().pipeline_spec
     if not spec.is_file():
         return {}
     try:
