@@ -17,7 +17,7 @@ simulator (``offsetlake_dev.demo``: the same topics, partitions and commit inter
 Every update is a full refresh (``--kind full``: the demo's work, every table recomputed from
 Kafka) or an incremental update over no new data (``--kind incremental``: what a sync loop pays
 between two MM2 commit intervals). ``--warm`` runs the updates against one kept-warm Spark
-Connect server (``offsetlake.local.pipeline_run.WarmServer``) started before the first update; its
+Connect server (``offsetlake.local.connect_server.WarmServer``) started before the first update; its
 start is printed apart. Times are taken when each progress line reaches this process (the child
 runs unbuffered). The most JVMs and Python processes seen at once in the update's process tree are
 printed too. Figures go to stdout; note the load average it prints.
@@ -41,7 +41,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Final
 
-from offsetlake.local.pipeline_run import PipelineRunResult, WarmServer, run_pipeline
+from offsetlake.local.connect_server import WarmServer
+from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.local.processes import descendants
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.settings import PipelineSettings

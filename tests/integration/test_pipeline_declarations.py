@@ -25,7 +25,7 @@ from pyspark.sql.streaming.readwriter import DataStreamReader
 
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.local.gold_guard import GUARDED_TABLES
-from offsetlake.local.pipeline_run import TRANSFORMATIONS_DIR
+from offsetlake.local.pipeline_spec import TRANSFORMATIONS_DIR
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
 from offsetlake.pipeline.refresh_selection import declared_tables

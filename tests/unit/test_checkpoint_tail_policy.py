@@ -13,7 +13,8 @@ from offsetlake.cli.apply import request_from_args
 from offsetlake.cli.clusters import ResolvedClusters
 from offsetlake.cli.main import build_parser
 from offsetlake.errors import InvalidValueError
-from offsetlake.local.pipeline_run import write_spec
+from offsetlake.local.home import LocalHome
+from offsetlake.local.pipeline_spec import write_spec
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.settings import PipelineSettings
@@ -52,7 +53,7 @@ def test_set_names_the_policy_of_plan_and_apply() -> None:
 def test_without_set_the_homes_last_pipeline_run_names_it(home: Path) -> None:
     assert tail_policy("apply", "--checkpoint-tail") == ReplicationPolicy()
     settings = PipelineSettings("t:9092", (ClusterEndpoint("east", "s:9092"),), separator="__")
-    write_spec(home, settings)
+    write_spec(LocalHome(home), settings)
     assert tail_policy("apply", "--checkpoint-tail") == ReplicationPolicy(separator="__")
     assert tail_policy("plan", "--checkpoint-tail", "--set", "offsetlake.replication.separator=-") == (
         ReplicationPolicy(separator="-")

@@ -21,18 +21,12 @@ from offsetlake.cli.pipeline import handle_run, run_every, update_line
 from offsetlake.cli.render import sql_table
 from offsetlake.errors import InvalidValueError, StopSignalError, UsageError
 from offsetlake.local import pipeline_run
+from offsetlake.local.connect_server import ConnectServerError, WarmServer
+from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError
-from offsetlake.local.pipeline_run import (
-    ConnectServerError,
-    PipelineRunResult,
-    RunLog,
-    WarmServer,
-    judge,
-    run_arguments,
-    run_pipeline,
-    spark_pipelines_command,
-    write_spec,
-)
+from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.local.pipeline_spec import run_arguments, spark_pipelines_command, write_spec
+from offsetlake.local.run_log import RunLog, judge
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.settings import PipelineSettings
 
@@ -304,7 +298,7 @@ def test_the_spec_lets_the_engine_retry_a_failed_flow_five_times(tmp_path: Path)
     settings = PipelineSettings(
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
-    spec = yaml.safe_load(write_spec(tmp_path, settings).read_text())
+    spec = yaml.safe_load(write_spec(LocalHome(tmp_path), settings).read_text())
     assert spec["configuration"]["spark.sql.pipelines.maxFlowRetryAttempts"] == "5"
 
 

@@ -73,8 +73,17 @@ class LocalHome:
         return self.root / "pipeline"
 
     @property
+    def pipeline_storage(self) -> Path:
+        """The spec's ``storage``: the flows' streaming checkpoints."""
+        return self.pipeline_dir / "storage"
+
+    @property
     def spark_conf_dir(self) -> Path:
         return self.pipeline_dir / "spark-conf"
+
+    @property
+    def spark_defaults(self) -> Path:
+        return self.spark_conf_dir / "spark-defaults.conf"
 
     @property
     def pipeline_spec(self) -> Path:

@@ -43,7 +43,7 @@ _SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCac
 # worker.reuse, unix.domain.socket.enabled do not reach that path, and
 # spark.python.authenticate.socketTimeout is the worker's own connect timeout, 15 s, after the
 # listener is gone). A failed flow is retried by the pipeline engine instead
-# (spark.sql.pipelines.maxFlowRetryAttempts, set in pipeline_run.write_spec).
+# (spark.sql.pipelines.maxFlowRetryAttempts, set in pipeline_spec.write_spec).
 def local_spark_conf(home: Path | None = None) -> dict[str, str]:
     """Static Spark settings every local process must share to see the same tables."""
     layout = LocalHome(home or local_home())
