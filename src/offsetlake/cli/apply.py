@@ -77,12 +77,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def handle_plan(args: argparse.Namespace, context: Context) -> int:
     clusters = resolve_clusters(args, sources=False, secrets=context.secrets)
-    return _handle(request_from_args(args, clusters, dry_run=True), context)
+    return _handle(request_from_args(args, clusters, dry_run=True), context, details=args.details)
 
 
 def handle_apply(args: argparse.Namespace, context: Context) -> int:
     clusters = resolve_clusters(args, sources=False, secrets=context.secrets)
-    return _handle(request_from_args(args, clusters, dry_run=False), context)
+    return _handle(request_from_args(args, clusters, dry_run=False), context, details=args.details)
 
 
 def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, dry_run: bool) -> ApplyRequest:
@@ -179,10 +179,10 @@ def _local_pipeline_conf() -> dict[str, str]:
     }
 
 
-def _handle(request: ApplyRequest, context: Context) -> int:
+def _handle(request: ApplyRequest, context: Context, *, details: bool) -> int:
     with contextlib.closing(stores.gold_store_for(request, stores.command_home())) as store:
         result = run_apply(request, store=store, secrets=context.secrets)
-    out, err = render.apply_report(result)
+    out, err = render.apply_report(result, details=details)
     for line in out:
         print(line, file=context.out)
     for line in err:
@@ -192,6 +192,12 @@ def _handle(request: ApplyRequest, context: Context) -> int:
 
 def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None:
     """Every guard and selection flag of an apply run (plan, apply, failover share them)."""
+    parser.add_argument(
+        "--details",
+        action="store_true",
+        help=f"print every group (plan: every partition) even past {render.DETAIL_GROUPS} groups; "
+        "the summary by outcome and method is always printed, every row is in the audit",
+    )
     parser.add_argument(
         "--as-of",
         type=parse_optional_timestamp,

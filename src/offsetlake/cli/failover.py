@@ -122,7 +122,7 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
     )
     if result.loop_stood_aside is not None:
         print(result.loop_stood_aside, file=context.out)
-    out, err = render.failover_report(result)
+    out, err = render.failover_report(result, details=args.details)
     for line in out:
         print(line, file=context.out)
     for line in err:

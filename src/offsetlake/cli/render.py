@@ -10,6 +10,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from typing import Final
 
 from tabulate import tabulate
 
@@ -23,6 +24,10 @@ from offsetlake.failover.run import ClusterCheck, FailoverResult
 from offsetlake.local.pipeline_run import PipelineRunResult
 from offsetlake.mm2_reset.plan import ResetAction, Truncation
 from offsetlake.mm2_reset.run import ResetResult, RestReset, TombstoneReset
+
+DETAIL_GROUPS: Final = 20
+"""Groups a report lists one by one unless ``--details``: past it, a fleet's report is its summary."""
+_SHOWN_REFUSALS: Final = 10
 
 PLAN_HEADERS = (
     "group",
@@ -93,8 +98,10 @@ def plan_table(plan: Sequence[PlanRow], now: datetime) -> str:
     )
 
 
-def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
-    """(stdout lines, stderr lines) for a plan or apply run, secrets masked."""
+def apply_report(result: ApplyResult, *, details: bool = False) -> tuple[list[str], list[str]]:
+    """(stdout lines, stderr lines) for a plan or apply run, secrets masked; the per-partition plan
+    or per-group lines only for a few groups or with ``details``."""
+    per_group = details or _group_count(result) <= DETAIL_GROUPS
     scrub = result.scrubber.scrub
     out: list[str] = [cluster_health_line(health, result.reference_time) for health in result.health]
     out += tail_lines(result)
@@ -106,7 +113,9 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
     elif result.gold_rows == 0:
         pass  # the problem line says why
     elif result.request.dry_run:
-        out.append(plan_table(result.plan, result.reference_time))
+        out += outcome_summary(result)
+        if per_group:
+            out.append(plan_table(result.plan, result.reference_time))
         out.append(_plan_totals(result))
         if result.keep_alive:
             out.append(result.keep_alive)
@@ -116,13 +125,16 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
             refusing = ", ".join(result.refusing_groups)
             out.append(f"note: `apply` would refuse: active groups on the target: {refusing}")
     elif result.status is not ApplyStatus.REFUSED or result.results:
-        out.extend(group_summaries(result.plan, result.results))
+        out += outcome_summary(result)
+        if per_group:
+            out.extend(group_summaries(result.plan, result.results))
         out.append(_apply_totals(result))
     return [scrub(line) for line in out], [scrub(line) for line in result.problems]
 
 
-def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
-    """The failover's one report: refresh, clusters, per group, verdict. (stdout, stderr) lines."""
+def failover_report(result: FailoverResult, *, details: bool = False) -> tuple[list[str], list[str]]:
+    """The failover's one report: refresh, clusters, the outcome summary, per group (a few groups or
+    ``details``), verdict. (stdout, stderr) lines."""
     applied = result.apply
     scrub = applied.scrubber.scrub
     out = ["", "== offsetlake failover report =="]
@@ -132,7 +144,9 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
     out += tail_lines(applied)
     out += k2k_search_lines(applied)
     if applied.plan:
-        out.append(group_table(applied))
+        out += outcome_summary(applied)
+        if details or _group_count(applied) <= DETAIL_GROUPS:
+            out.append(group_table(applied))
     if applied.data_loss:
         out.append(data_loss_table(applied.data_loss))
     elif applied.nothing_selected:
@@ -356,6 +370,68 @@ def group_table(result: ApplyResult) -> str:
         ),
         lines,
     )
+
+
+def outcome_summary(result: ApplyResult) -> list[str]:
+    """Partitions by outcome and method, refusals first, then the first refusals with their reasons:
+    what a run over a fleet is read by (the per-group table is ``--details``, every row the audit)."""
+    by_key = {r.row.key: r for r in result.results}
+    buckets: dict[tuple[bool, str, str], list[PlanRow]] = defaultdict(list)
+    for row in result.plan:
+        buckets[(_refused(row, by_key), _final_status(row, by_key), row.method or "-")].append(row)
+    ordered = sorted(buckets.items(), key=lambda item: (not item[0][0], -len(item[1]), item[0][1:]))
+    rows = [
+        (
+            outcome,
+            method,
+            len({row.consumer_group for row in rows}),
+            len(rows),
+            None if refused else _moved_reread(rows),
+        )
+        for (refused, outcome, method), rows in ordered
+    ]
+    lines = ["by outcome and method (refusals first):", table(("outcome", "method", "groups",
+             "partitions", "re-read"), rows)]  # fmt: skip
+    refusals = [row for row in result.plan if _refused(row, by_key)]
+    if refusals:
+        shown = refusals[:_SHOWN_REFUSALS]
+        more = (
+            f"; {len(refusals) - len(shown)} more in the audit ({result.audit_table})"
+            if refusals[len(shown) :]
+            else ""
+        )
+        lines.append(f"refusals ({len(shown)} of {len(refusals)} partitions shown{more}):")
+        lines += [
+            f"  {row.consumer_group} {row.topic}[{row.partition}]: {_refusal(row, by_key)}" for row in shown
+        ]
+    return lines
+
+
+def _moved_reread(rows: Sequence[PlanRow]) -> int | str | None:
+    """Records re-read by the rows that move a committed offset (None: none of them moves one)."""
+    moved = [
+        row
+        for row in rows
+        if row.action.alters and row.action is not Action.REFRESH_RETENTION and row.current_offset is not None
+    ]
+    return _records_reread(moved) if moved else None
+
+
+def _refused(row: PlanRow, results: dict[tuple[str, str, int], PartitionResult]) -> bool:
+    """Left where it was for a reason: the planner refused it or its alter did not verify."""
+    result = results.get(row.key)
+    if result is not None:
+        return not result.verified
+    return not row.action.alters and row.action is not Action.NOOP
+
+
+def _refusal(row: PlanRow, results: dict[tuple[str, str, int], PartitionResult]) -> str:
+    result = results.get(row.key)
+    return (result.error if result is not None and result.error else None) or row.reason or row.action.value
+
+
+def _group_count(result: ApplyResult) -> int:
+    return len({row.consumer_group for row in result.plan})
 
 
 def _records_reread(verified: Sequence[PlanRow]) -> int | str:
