@@ -44,6 +44,7 @@ from offsetlake.kafka import admin as kafka_admin
 from offsetlake.local.audit_journal import fold_journal
 from offsetlake.local.home import HOME_ENV, LOCAL_SCHEMA, LocalHome, local_home
 from offsetlake.local.pipeline_run import run_pipeline
+from offsetlake.local.run_progress import is_progress
 from offsetlake.local.spark import get_local_spark
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
@@ -551,13 +552,14 @@ def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> b
         # headers on those same records.
         k2k_tracing_routes=(TracingRoute(SOURCE_ALIAS, f"{SOURCE_ALIAS}.{TOPIC_PLACEHOLDER}"),),
     )
-    progress.step("running the pipeline (spark-pipelines: bronze -> silver -> gold), usually 1-2 minutes")
+    progress.step("running the pipeline (spark-pipelines: bronze -> silver -> gold); progress lines follow")
 
     shown: set[str] = set()
 
     def echo(line: str) -> None:
-        # Only run-level events and failures (spark-pipelines may print an event twice).
-        if ("Run is" in line or "Run has" in line or "FAILED" in line) and line not in shown:
+        # Only run-level events, failures and progress (spark-pipelines may print an event twice).
+        run_level = "Run is" in line or "Run has" in line or "FAILED" in line
+        if (run_level or is_progress(line)) and line not in shown:
             shown.add(line)
             progress.step(f"pipeline: {line}")
 

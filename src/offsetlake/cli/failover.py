@@ -22,6 +22,7 @@ from offsetlake.failover.run import (
 )
 from offsetlake.kafka.secrets import target_client_config
 from offsetlake.local.home import LocalHome
+from offsetlake.local.run_progress import is_progress
 from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake.runtime import on_databricks
 
@@ -110,8 +111,7 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
     )
 
     def echo(line: str) -> None:
-        # Only run-level events and failures: the report that follows says the rest.
-        if any(word in line for word in ("Run is", "Run has", "FAILED", "SKIPPED")):
+        if shown_during_refresh(line):
             print(line, file=context.out)
 
     result = run_failover(
@@ -128,6 +128,11 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
     for line in err:
         print(line, file=context.err)
     return result.exit_code
+
+
+def shown_during_refresh(line: str) -> bool:
+    """Only run-level events, failures and progress lines: the report that follows says the rest."""
+    return is_progress(line) or any(word in line for word in ("Run is", "Run has", "FAILED", "SKIPPED"))
 
 
 def _k2k_tracing(settings: PipelineSettings) -> K2KTracing | None:

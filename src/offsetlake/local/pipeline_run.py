@@ -25,6 +25,7 @@ from offsetlake.local.locks import HomeInUseError, check_home_free, pipeline_run
 from offsetlake.local.pipeline_spec import LOCAL_MASTER, spark_env, spark_pipelines_command, write_spec
 from offsetlake.local.processes import interruptible, run_group
 from offsetlake.local.run_log import FlowOutcome, RunLog, is_event, judge
+from offsetlake.local.run_progress import RunProgress
 from offsetlake.pipeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
@@ -76,7 +77,8 @@ def run_pipeline(
     server: WarmServer | None = None,
     stop: threading.Event | None = None,
 ) -> PipelineRunResult:
-    """Run one pipeline update; ``echo`` receives each progress line (the full log goes to a file).
+    """Run one pipeline update; ``echo`` receives each progress event, and after each flow that
+    ends a ``progress: ...`` line (local/run_progress.py); the full log goes to a file.
 
     ``refresh`` names the only datasets to update (``spark-pipelines run --refresh``); empty means
     every dataset. It cannot be combined with ``full_refresh``.
@@ -178,12 +180,16 @@ def _run_update(
     else:
         env = {**spark_env(home, kafka_properties), **server.client_env()}
     log = RunLog()
+    progress = RunProgress()
 
     def on_line(line: str) -> None:
         log_file.write(line)
         log.feed(line)
         if echo is not None and is_event(line):
             echo(line.rstrip("\n"))
+            done = progress.feed(line)
+            if done is not None:
+                echo(done)
         if not stop.is_set() and log.graph_errors():
             stop.set()  # the engine would retry it with back-off for minutes
 

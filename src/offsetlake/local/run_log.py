@@ -46,6 +46,17 @@ def is_event(line: str) -> bool:
     return _EVENT.match(line) is not None
 
 
+def parse_flow_event(line: str) -> tuple[datetime, str | None, str | None] | None:
+    """(time, flow, state) of a progress event, flow and state None for an event of no flow;
+    None for any other line."""
+    event = _EVENT.match(line.rstrip("\n"))
+    if event is None:
+        return None
+    at = datetime.strptime(event["at"], "%Y-%m-%d %H:%M:%S")
+    flow = _FLOW_STATE.match(event["message"])
+    return (at, flow["flow"], flow["state"]) if flow else (at, None, None)
+
+
 @dataclass(frozen=True)
 class FlowOutcome:
     """One flow's final state and how long it took from its first to its last event."""
