@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from offsetlake.apply.reasons import Flag
@@ -654,10 +655,10 @@ class _Columns:
 
         gold = pa.table(
             {
-                "group": pa.array([offset.consumer_group for offset in offsets], pa.string()),
-                "topic": pa.array([offset.topic for offset in offsets], pa.string()),
-                "partition": pa.array([offset.partition for offset in offsets], pa.int64()),
-                "translated": pa.array([offset.downstream_offset for offset in offsets], pa.int64()),
+                "group": pa.array(list(map(attrgetter("consumer_group"), offsets)), pa.string()),
+                "topic": pa.array(list(map(attrgetter("topic"), offsets)), pa.string()),
+                "partition": pa.array(list(map(attrgetter("partition"), offsets)), pa.int64()),
+                "translated": pa.array(list(map(attrgetter("downstream_offset"), offsets)), pa.int64()),
             }
         )
         refused = pc.or_(
@@ -690,19 +691,30 @@ class _Columns:
         sizes = pc.subtract(pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.int64())]), starts)
         run_keys = keys.take(starts)
 
-        def run_of(entries: Iterable[GroupPartition]) -> pa.Array:
-            """For each run, the position of its key in ``entries`` (null when it is not there)."""
-            names, entry_topics, partitions = zip(*entries, strict=True) if entries else ((), (), ())
+        group_code = {name: code for code, name in enumerate(groups.to_pylist())}
+        topic_code = {name: code for code, name in enumerate(topics.to_pylist())}
+
+        def run_of(
+            entry_groups: list[int | None], entry_topics: list[int | None], partitions: list[int]
+        ) -> pa.Array:
+            """For each run, the position of its key in the entries (group and topic codes,
+            partitions; null when it is not there)."""
             partition = pa.array(partitions, pa.int64())
             in_range = pc.and_(pc.greater_equal(partition, 0), pc.less(partition, 1 << _PARTITION_BITS))
-            topic = pc.index_in(pa.array(entry_topics, pa.string()), value_set=topics).cast(pa.int64())
-            pair = _pair(topic, pc.if_else(in_range, partition, None))
+            pair = _pair(pa.array(entry_topics, pa.int64()), pc.if_else(in_range, partition, None))
             entry_keys = pc.add(
-                pc.multiply(pc.index_in(pa.array(names, pa.string()), value_set=groups).cast(pa.int64()),
-                            len(distinct_pairs)),
+                pc.multiply(pa.array(entry_groups, pa.int64()), len(distinct_pairs)),
                 pc.index_in(pair, value_set=distinct_pairs).cast(pa.int64()),
-            )  # fmt: skip
+            )
             return pc.index_in(run_keys, value_set=entry_keys)
+
+        def run_of_keys(keys: Iterable[GroupPartition]) -> pa.Array:
+            keys = list(keys)
+            return run_of(
+                [group_code.get(group) for group, _, _ in keys],
+                [topic_code.get(topic) for _, topic, _ in keys],
+                [partition for _, _, partition in keys],
+            )
 
         def run_values(at: pa.Array) -> list[tuple[int, int]]:
             """(run, position) of the runs ``at`` finds."""
@@ -735,28 +747,33 @@ class _Columns:
         )
         log_end = pa.array([None if b is None else b.log_end for b in bounds], pa.int64()).take(pair_codes)
 
-        committed = [
-            (name, topic, partition, position.offset)
-            for name, group in target.groups.items()
-            for (topic, partition), position in group.committed.items()
-        ]
-        current = pa.array([entry[3] for entry in committed], pa.int64()).take(
-            run_of([entry[:3] for entry in committed])
-        )
+        entry_groups: list[int | None] = []
+        entry_topics: list[int | None] = []
+        partitions: list[int] = []
+        positions: list[int] = []
+        for name, group in target.groups.items():
+            code, committed = group_code.get(name), group.committed
+            if code is not None and committed:  # a group gold does not name has no run
+                entry_groups += [code] * len(committed)
+                entry_topics += [topic_code.get(topic) for topic, _ in committed]
+                partitions += [partition for _, partition in committed]
+                positions += [position.offset for position in committed.values()]
+        current = pa.array(positions, pa.int64()).take(run_of(entry_groups, entry_topics, partitions))
 
         # Per run, the checks on Python values (times, reasons): stale and mapping conflicts.
         if guards.max_age is not None:
             reference, max_age = guards.reference_time, guards.max_age
-            for run, first in enumerate(firsts):
-                offset = offsets[first]
-                if reference - (offset.observed_at or offset.source_timestamp) > max_age:
-                    deferred[run] = True
+            stale = [
+                reference - (offset.observed_at or offset.source_timestamp) > max_age
+                for offset in map(offsets.__getitem__, firsts)
+            ]
+            deferred = [defer or old for defer, old in zip(deferred, stale, strict=True)]
         if guards.last_applied and not guards.allow_rewind:
             applied = list(guards.last_applied.items())
-            for run, position in run_values(run_of([key for key, _ in applied])):
+            for run, position in run_values(run_of_keys(key for key, _ in applied)):
                 if offsets[firsts[run]].source_timestamp < applied[position][1]:
                     deferred[run] = True
-        for run, _ in run_values(run_of(list(guards.mapping_conflicts))):
+        for run, _ in run_values(run_of_keys(guards.mapping_conflicts)):
             deferred[run] = True
 
         translated = column["translated"]
@@ -782,7 +799,7 @@ class _Columns:
                 deferred[run] = True
         if guards.keep_alive_after is not None and guards.last_committed_at:
             committed_at = list(guards.last_committed_at.items())
-            for run, position in run_values(run_of([key for key, _ in committed_at])):
+            for run, position in run_values(run_of_keys(key for key, _ in committed_at)):
                 if code_list[run] == _NOOP and _keep_alive_due(committed_at[position][0], guards) is not None:
                     deferred[run] = True
         return cls(
