@@ -639,11 +639,9 @@ class _Columns:
     ) -> _Columns | None:
         """The columns, or None when a name or number does not fit Arrow's types (a lone surrogate, a
         number past INT64, a partition past INT32): nothing Kafka carries, so the rule plans those."""
-        import pyarrow as pa
-
         try:
             return cls._of(offsets, target, guards, guarded)
-        except (UnicodeError, OverflowError, pa.ArrowInvalid):
+        except (UnicodeError, OverflowError):
             return None
 
     @classmethod
@@ -688,7 +686,8 @@ class _Columns:
             pc.index_in(pairs, value_set=distinct_pairs).cast(pa.int64()),
         ).combine_chunks()
         starts = _run_starts(keys)
-        sizes = pc.subtract(pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.int64())]), starts)
+        ends = pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.int64())]).slice(0, len(starts))
+        sizes = pc.subtract(ends, starts)
         run_keys = keys.take(starts)
 
         group_code = {name: code for code, name in enumerate(groups.to_pylist())}
@@ -850,7 +849,9 @@ class _Columns:
             elif code == _MISSING:
                 action, reason, planned = missing, _missing_reason(topic, partition, count), None
             elif code == _REFUSED:
-                (action, reason), planned = refusals[group] or (Action.SKIP_INVALID, ""), None
+                refusal = refusals[group]
+                assert refusal is not None  # _REFUSED: the group has a refusal
+                (action, reason), planned = refusal, None
             elif code == _NO_BOUNDS:
                 raise _no_bounds(topic, partition)
             else:
