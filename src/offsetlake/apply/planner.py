@@ -832,6 +832,10 @@ class _Columns:
             Action.SKIP_MISSING_TOPIC,
         )
         group_types, refusals = self.group_types, self.refusals
+        # Each PlanRow is made with its fields in place, as its __init__ would make it (it has no
+        # __post_init__): a frozen dataclass's __init__ sets 14 fields one object.__setattr__ at a
+        # time, twice the cost of the whole row here (1 µs a row on the 2-core machine).
+        new, set_fields = object.__new__, object.__setattr__
         runs = zip(
             self.firsts, self.codes, self.planned, self.current, self.group_codes, self.moves, self.counts,
             strict=True,
@@ -860,12 +864,16 @@ class _Columns:
                 append(_plan_partition(key, [offsets[index] for index in indices], target, guards, guarded))
                 continue
             source_timestamp = offset.source_timestamp
-            append(
-                PlanRow(offset.source_cluster, offset.consumer_group, topic, partition,
-                        offset.downstream_offset, planned, current, action, reason, source_timestamp,
-                        offset.method, offset.observed_at or source_timestamp, group_types[group],
-                        offset.metadata)
-            )  # fmt: skip
+            row = new(PlanRow)
+            set_fields(row, "__dict__", {
+                "source_cluster": offset.source_cluster, "consumer_group": offset.consumer_group,
+                "topic": topic, "partition": partition, "translated_offset": offset.downstream_offset,
+                "planned_offset": planned, "current_offset": current, "action": action, "reason": reason,
+                "source_timestamp": source_timestamp, "method": offset.method,
+                "last_observed_at": offset.observed_at or source_timestamp, "group_type": group_types[group],
+                "metadata": offset.metadata,
+            })  # fmt: skip
+            append(row)
         return rows
 
 
