@@ -11,10 +11,13 @@ decoder that lets bad records through fails the benchmark instead of printing a 
 Printed per kind: records/s (median of ``--rounds``), the same for a bare read of the Parquet,
 and facts about the physical plan: whether the decode projection is whole-stage generated, and
 whether any Python evaluation (BatchEvalPython, ArrowEvalPython) or higher-order function
-(``transform`` and friends, which fall back to interpreted evaluation) is in it.
+(``transform`` and friends, which fall back to interpreted evaluation) is in it, and the bytecode
+size of the largest generated method: over HUGE_METHOD_BYTES the JVM never compiles it, and every
+row of the stage runs in the bytecode interpreter. ``--conf`` sets Spark SQL settings for the
+rounds (to compare, e.g., ``spark.sql.codegen.hugeMethodLimit=8000``).
 
 Usage: .venv/bin/python benchmarks/bench_decode.py [--records 1000000] [--rounds 3]
-       [--kinds checkpoint,offset_sync] [--show-plan]
+       [--kinds checkpoint,offset_sync] [--show-plan] [--conf KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ INVALID_EVERY: Final = 10_000
 """One malformed record per this many: enough to exercise quarantine, few as in production."""
 ROWS_PER_FILE: Final = 250_000
 """Several Parquet files, so both local cores read in parallel."""
+HUGE_METHOD_BYTES: Final = 8000
+"""HotSpot's ``HugeMethodLimit``, also Spark's suggested ``spark.sql.codegen.hugeMethodLimit``."""
 _HIGHER_ORDER: Final = re.compile(r"\b(transform|filter|exists|forall|aggregate|zip_with|reduce)\(|lambda")
 
 
@@ -167,7 +172,24 @@ def plan_facts(frame: DataFrame) -> tuple[dict[str, object], str]:
         ),
         "higher-order functions": bool(_HIGHER_ORDER.search(plan)),
     }
+    largest = largest_generated_method(frame)
+    facts["largest generated method (bytes of bytecode)"] = largest
+    facts[f"every generated method JIT-compilable (<= {HUGE_METHOD_BYTES})"] = (
+        largest is not None and largest <= HUGE_METHOD_BYTES
+    )
     return facts, plan
+
+
+def largest_generated_method(frame: DataFrame) -> int | None:
+    """Bytecode size of the largest method of the plan's first whole-stage generated class. HotSpot
+    does not JIT-compile a method over HUGE_METHOD_BYTES (``-XX:+DontCompileHugeMethods``, the
+    default): such a stage runs every row in the bytecode interpreter."""
+    executed = frame._jdf.queryExecution().executedPlan()
+    if executed.getClass().getSimpleName() != "WholeStageCodegenExec":
+        return None
+    source = executed.doCodeGen()._2()
+    compiler = frame.sparkSession._jvm.org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator
+    return int(compiler.compile(source)._2().maxMethodCodeSize())
 
 
 def bench_kind(
@@ -206,6 +228,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kinds", default="checkpoint,offset_sync", help=f"of {', '.join(KINDS)}")
     parser.add_argument("--show-plan", action="store_true", help="print the executed physical plan")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark SQL setting for the rounds (repeatable): spark.sql.codegen.hugeMethodLimit=8000",
+    )
     args = parser.parse_args()
     chosen = [name.strip() for name in args.kinds.split(",")]
     if unknown := set(chosen) - set(KINDS):
@@ -219,6 +248,10 @@ def main() -> None:
             write_bronze(KINDS[name], args.records, root / "bronze" / name)
         print(f"bronze Parquet written in {time.perf_counter() - started:.1f} s")
         spark = get_local_spark(home=root / "home", app_name="bench-decode")
+        for setting in args.conf:
+            key, _, value = setting.partition("=")
+            spark.conf.set(key, value)
+            print(f"conf {key}={value}")
         try:
             for name in chosen:
                 bench_kind(
