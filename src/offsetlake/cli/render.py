@@ -15,6 +15,7 @@ from tabulate import tabulate
 
 from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
+from offsetlake.apply.phases import PhaseTimes
 from offsetlake.apply.planner import Action, PlanRow
 from offsetlake.apply.reasons import Flag
 from offsetlake.apply.run import ApplyResult, ApplyStatus
@@ -118,6 +119,7 @@ def apply_report(result: ApplyResult) -> tuple[list[str], list[str]]:
     elif result.status is not ApplyStatus.REFUSED or result.results:
         out.extend(group_summaries(result.plan, result.results))
         out.append(_apply_totals(result))
+    out.append(phase_line(result.phases))
     return [scrub(line) for line in out], [scrub(line) for line in result.problems]
 
 
@@ -138,6 +140,7 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
     elif applied.nothing_selected:
         out.append("no gold offsets match the selection; nothing to do")
     out.append(_apply_totals(applied) if applied.plan else f"run {applied.run_id}: nothing applied")
+    out.append(phase_line(result.phases))
     status = ApplyStatus(applied.status)
     label = {
         ApplyStatus.OK: "FAILOVER DONE: every selected partition is in place on the target",
@@ -147,6 +150,15 @@ def failover_report(result: FailoverResult) -> tuple[list[str], list[str]]:
     }[status]
     out.append(f"{label} (exit {int(status)})")
     return [scrub(line) for line in out], [scrub(line) for line in applied.problems]
+
+
+def phase_line(times: PhaseTimes) -> str:
+    """``time by phase: probe 5.0s, refresh -, gold 0.2s, ...; total 7.4s``: where the run's time
+    went, ``-`` for a phase skipped this time."""
+    phases = ", ".join(
+        f"{name} {'-' if seconds is None else f'{seconds:.1f}s'}" for name, seconds in times.phases
+    )
+    return f"time by phase: {phases}; total {times.total:.1f}s"
 
 
 def probe_line(check: ClusterCheck) -> str:
