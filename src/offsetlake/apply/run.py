@@ -285,7 +285,7 @@ def _steps(run: _Run, result: ApplyResult) -> ApplyResult:
     result, offsets = _read_gold(run, result)
     if not offsets:
         return _judged(result)
-    with clients.admin(run.config) as admin, run.clock.phase("target"):
+    with run.clock.phase("target"), clients.admin(run.config) as admin:  # the admin client too
         target = _read_target(run, admin, offsets)
         keep_alive_after, keep_alive = _keep_alive(request, admin)
     planned = _plan_and_audit(run, replace(result, keep_alive=keep_alive), offsets, target, keep_alive_after)
