@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -205,6 +206,13 @@ def test_source_dead_before_the_first_refresh_fails_over_from_target_checkpoints
     assert f"cluster {TARGET_ALIAS} (target): reachable now" in report
     assert f"{len(outage.checkpoints)} group-partition(s) newer than gold" in report
     assert "FAILOVER DONE" in report
+    # Where the time went, every phase of this failover in order; no refresh ran.
+    assert re.search(
+        r"^time by phase: probe \d+\.\ds, refresh -, gold \d+\.\ds, tail \d+\.\ds, target \d+\.\ds, "
+        r"plan \d+\.\ds, apply\+verify \d+\.\ds, audit \d+\.\ds; total \d+\.\ds$",
+        run.stdout,
+        re.MULTILINE,
+    ), run.stdout
 
     # the target groups are where MM2 says; gold has not seen the checkpoints yet (no update ran)
     for group in GROUPS:

@@ -109,6 +109,14 @@ class CliResult:
         return match.group(1)
 
 
+def phases_printed(stdout: str) -> dict[str, float | None]:
+    """The report's ``time by phase`` line, phase by phase in the order printed (``-``: None)."""
+    match = re.search(r"^time by phase: (.*); total \d+\.\ds$", stdout, re.MULTILINE)
+    assert match, stdout
+    phases = [entry.rsplit(" ", 1) for entry in match.group(1).split(", ")]
+    return {name: None if seconds == "-" else float(seconds.removesuffix("s")) for name, seconds in phases}
+
+
 class ApplyHarness:
     """Gold tables and apply_audit in a schema of the test's own; commands run in-process, on the
     gold store ``store`` names (``arrow``, what a local run uses, or ``spark``)."""
@@ -284,6 +292,10 @@ def test_plan_then_apply_handles_every_case_and_converges(
         dry.stdout
     )
     assert re.search(rf"^{new}\s+\S+\s+{topic}\s", dry.stdout, re.MULTILINE), dry.stdout
+    planned_phases = phases_printed(dry.stdout)
+    assert list(planned_phases) == ["gold", "target", "plan", "apply+verify", "audit"], dry.stdout
+    assert planned_phases["apply+verify"] is None, "a dry run applies nothing"
+    assert all(seconds >= 0 for name, seconds in planned_phases.items() if name != "apply+verify")
     assert position(target_bootstrap, empty, topic) == 2
     assert position(target_bootstrap, new, topic) is None
     dry_rows = harness.audit()
@@ -306,6 +318,9 @@ def test_plan_then_apply_handles_every_case_and_converges(
     assert position(target_bootstrap, idle, topic) == 7
     assert re.search(rf"^{empty}: applied 1 \(re-read 0, skipped 4 records\)$", applied.stdout, re.MULTILINE)
     assert f"{new}: applied 2 (2 partitions had no committed offset before)" in applied.stdout
+    applied_phases = phases_printed(applied.stdout)
+    assert list(applied_phases) == ["gold", "target", "plan", "apply+verify", "audit"], applied.stdout
+    assert all(seconds is not None and seconds >= 0 for seconds in applied_phases.values()), applied.stdout
     assert re.search(rf"^{ahead}: skip_would_rewind 1; .*--allow-rewind", applied.stdout, re.MULTILINE)
     assert (
         "groups, 8 partitions: applied 5, skip_missing_topic 1, skip_stale 1, skip_would_rewind 1"

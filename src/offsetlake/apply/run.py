@@ -41,6 +41,7 @@ from offsetlake.apply import audit, gold
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
 from offsetlake.apply.k2k_search import K2KTracing, SearchedNow, merge_searched, search_newest_snapshots
+from offsetlake.apply.phases import PhaseClock, PhaseTimes
 from offsetlake.apply.planner import (
     K2K_GUARD_PREFIX,
     Action,
@@ -184,6 +185,8 @@ class ApplyResult:
     """What failing over now would cost each selected group (not for --as-of restores)."""
     reasons: tuple[Problem, ...] = ()
     """Why the status is what it is, typed (offsetlake.apply.reasons); empty when all went well."""
+    phases: PhaseTimes = field(default_factory=PhaseTimes)
+    """Where the run's time went: gold, tail, k2k, target, plan, apply+verify, audit."""
     scrubber: SecretScrubber = field(default_factory=SecretScrubber, repr=False)
 
     @property
@@ -244,6 +247,8 @@ class _Run:
     info: audit.RunInfo
     started: float
     """``time.monotonic()`` at the start: the overall deadline counts from it."""
+    clock: PhaseClock = field(default_factory=PhaseClock)
+    """Each step times its phases on it (``ApplyResult.phases``)."""
 
     @property
     def schema(self) -> str:
@@ -266,10 +271,21 @@ def _run(
     schema it reads from here on: the store's when it named none."""
     request = replace(request, schema=request.schema or store.schema)
     run, result = _begin(request, config, scrubber, store)
+    done = _steps(run, result)
+    return replace(done, phases=run.clock.times(expected=_EVERY_RUNS_PHASES))
+
+
+_EVERY_RUNS_PHASES: Final = ("gold", "target", "plan", "apply+verify", "audit")
+"""Printed ``-`` when a run stops before them (a dry run never applies)."""
+
+
+def _steps(run: _Run, result: ApplyResult) -> ApplyResult:
+    """The steps after ``_begin``, each timing its phases on ``run.clock``."""
+    request = run.request
     result, offsets = _read_gold(run, result)
     if not offsets:
         return _judged(result)
-    with clients.admin(config) as admin:
+    with run.clock.phase("target"), clients.admin(run.config) as admin:  # the admin client too
         target = _read_target(run, admin, offsets)
         keep_alive_after, keep_alive = _keep_alive(request, admin)
     planned = _plan_and_audit(run, replace(result, keep_alive=keep_alive), offsets, target, keep_alive_after)
@@ -296,7 +312,8 @@ def _begin(
         ),
         started=time.monotonic(),
     )
-    health = store.cluster_health()
+    with run.clock.phase("gold"):
+        health = store.cluster_health()
     return run, ApplyResult(
         request=request,
         run_id=run.info.run_id,
@@ -319,27 +336,33 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
             "(--checkpoint-tail; `failover` reads them), and --as-of reads history instead"
         )
     if request.as_of:
-        offsets = store.offsets_as_of(
-            request.as_of, precedence=request.method_precedence, selection=request.selection
-        )
+        with run.clock.phase("gold"):
+            offsets = store.offsets_as_of(
+                request.as_of, precedence=request.method_precedence, selection=request.selection
+            )
     else:
-        offsets = [] if request.tail_only else store.latest_offsets(request.selection)
+        with run.clock.phase("gold"):
+            offsets = [] if request.tail_only else store.latest_offsets(request.selection)
         if request.checkpoint_tail is not None:
-            _refuse_truncated_gold(run, offsets)
-            result = _merged_tail(run, result, offsets, request.checkpoint_tail)
+            with run.clock.phase("gold"):
+                _refuse_truncated_gold(run, offsets)
+            with run.clock.phase("tail"):
+                result = _merged_tail(run, result, offsets, request.checkpoint_tail)
             offsets = list(result.tail_merge.offsets) if result.tail_merge else offsets
         if request.k2k_tracing is not None:
-            result = _searched_now(run, result, offsets, request.k2k_tracing)
+            with run.clock.phase("k2k"):
+                result = _searched_now(run, result, offsets, request.k2k_tracing)
             offsets = list(result.k2k_search.offsets) if result.k2k_search else offsets
     gold_rows = len(offsets)
-    if not offsets and request.selection.narrows:
-        # Only the literal names were read: is gold empty, or did the selection match nothing?
-        gold_rows = store.count_translations(request.as_of)
+    with run.clock.phase("gold"):
+        if not offsets and request.selection.narrows:
+            # Only the literal names were read: is gold empty, or did the selection match nothing?
+            gold_rows = store.count_translations(request.as_of)
+        if gold_rows and request.as_of is None:
+            loss = store.failover_data_loss(request.selection)
+            result = replace(result, data_loss=tuple(loss))
     if not gold_rows:
         return replace(result, gold_rows=0), []
-    if request.as_of is None:
-        loss = store.failover_data_loss(request.selection)
-        result = replace(result, data_loss=tuple(loss))
     return replace(result, gold_rows=gold_rows), select_offsets(offsets, request.selection)
 
 
@@ -427,6 +450,21 @@ def _plan_and_audit(
 ) -> ApplyResult:
     """The plan, under the guards the request, the audit's memory and gold's K2K mapping conflicts
     set (a table absent without K2K mappings: cheap to find empty), recorded before any alter."""
+    with run.clock.phase("plan"):
+        plan, guards = _planned(run, result, offsets, target, keep_alive_after)
+    with run.clock.phase("audit"):
+        _append_audit(run, audit.plan_records(plan, run.info))
+    return replace(result, plan=plan, refusing_groups=tuple(refused_by_active_policy(plan, guards)))
+
+
+def _planned(
+    run: _Run,
+    result: ApplyResult,
+    offsets: Sequence[GoldOffset],
+    target: TargetState,
+    keep_alive_after: timedelta | None,
+) -> tuple[tuple[PlanRow, ...], Guards]:
+    """The plan and the guards it was built under."""
     request = run.request
     applied_before = run.store.last_applied(request.selection)
     guards = Guards(
@@ -442,9 +480,7 @@ def _plan_and_audit(
         mapping_conflicts=run.store.mapping_conflicts(request.selection),
         on_multiple_targets=request.on_multiple_targets,
     )
-    plan = _marked_tail(tuple(build_plan(offsets, target, guards)), offsets)
-    _append_audit(run, audit.plan_records(plan, run.info))
-    return replace(result, plan=plan, refusing_groups=tuple(refused_by_active_policy(plan, guards)))
+    return _marked_tail(tuple(build_plan(offsets, target, guards)), offsets), guards
 
 
 def _marked_tail(plan: tuple[PlanRow, ...], offsets: Sequence[GoldOffset]) -> tuple[PlanRow, ...]:
@@ -465,16 +501,18 @@ def _execute_and_audit(run: _Run, planned: ApplyResult) -> ApplyResult:
     """Alter and verify the plan, record one result per plan row, then judge; SIGINT/SIGTERM is
     raised again once the results are recorded."""
     request = run.request
-    execution = execute_plan(
-        functools.partial(clients.new_admin, run.config),
-        planned.plan,
-        timeout_s=request.timeout_s,
-        concurrency=request.concurrency,
-        deadline=None if request.deadline_s is None else run.started + request.deadline_s,
-    )
+    with run.clock.phase("apply+verify"):
+        execution = execute_plan(
+            functools.partial(clients.new_admin, run.config),
+            planned.plan,
+            timeout_s=request.timeout_s,
+            concurrency=request.concurrency,
+            deadline=None if request.deadline_s is None else run.started + request.deadline_s,
+        )
     done = replace(planned, results=execution.results)
     try:
-        _append_audit(run, audit.result_records(done.plan, done.results, run.info))
+        with run.clock.phase("audit"):
+            _append_audit(run, audit.result_records(done.plan, done.results, run.info))
     except Exception as error:
         if execution.interrupted:
             raise execution.interrupted from error

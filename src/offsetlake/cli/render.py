@@ -16,6 +16,7 @@ from tabulate import tabulate
 
 from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
+from offsetlake.apply.phases import PhaseTimes
 from offsetlake.apply.planner import Action, PlanRow
 from offsetlake.apply.reasons import Flag
 from offsetlake.apply.run import ApplyResult, ApplyStatus
@@ -129,6 +130,7 @@ def apply_report(result: ApplyResult, *, details: bool = False) -> tuple[list[st
         if per_group:
             out.extend(group_summaries(result.plan, result.results))
         out.append(_apply_totals(result))
+    out.append(phase_line(result.phases))
     return [scrub(line) for line in out], [scrub(line) for line in result.problems]
 
 
@@ -152,6 +154,7 @@ def failover_report(result: FailoverResult, *, details: bool = False) -> tuple[l
     elif applied.nothing_selected:
         out.append("no gold offsets match the selection; nothing to do")
     out.append(_apply_totals(applied) if applied.plan else f"run {applied.run_id}: nothing applied")
+    out.append(phase_line(result.phases))
     status = ApplyStatus(applied.status)
     label = {
         ApplyStatus.OK: "FAILOVER DONE: every selected partition is in place on the target",
@@ -161,6 +164,15 @@ def failover_report(result: FailoverResult, *, details: bool = False) -> tuple[l
     }[status]
     out.append(f"{label} (exit {int(status)})")
     return [scrub(line) for line in out], [scrub(line) for line in applied.problems]
+
+
+def phase_line(times: PhaseTimes) -> str:
+    """``time by phase: probe 5.0s, refresh -, gold 0.2s, ...; total 7.4s``: where the run's time
+    went, ``-`` for a phase skipped this time."""
+    phases = ", ".join(
+        f"{name} {'-' if seconds is None else f'{seconds:.1f}s'}" for name, seconds in times.phases
+    )
+    return f"time by phase: {phases}; total {times.total:.1f}s"
 
 
 def probe_line(check: ClusterCheck) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from offsetlake.apply.phases import PhaseClock, PhaseTimes
 from offsetlake.apply.run import ApplyRequest, ApplyResult, run_apply
 from offsetlake.apply.store import GoldStore
 from offsetlake.kafka.admin import ClusterProbe, probe_cluster
@@ -87,6 +88,8 @@ class FailoverResult:
     apply: ApplyResult
     loop_stood_aside: str | None = None
     """``the local sync loop (process N) stood aside in 2.1s``, when one ran on the home."""
+    phases: PhaseTimes = field(default_factory=PhaseTimes)
+    """Where the failover's time went: probe, refresh, then the apply's phases."""
 
     @property
     def exit_code(self) -> int:
@@ -104,29 +107,35 @@ def run_failover(
 ) -> FailoverResult:
     """Probe, refresh if it can add anything, then apply on the store ``gold_store`` opens (on
     ``request.home``; opened after the refresh, as the refresh's Spark must have the home alone)."""
+    clock = PhaseClock()
     with stand_aside_request(request.home.root) as aside:
-        checks = probe_all(request.clusters, timeout_s=request.probe_timeout_s)  # while the loop stops
+        with clock.phase("probe"):
+            checks = probe_all(request.clusters, timeout_s=request.probe_timeout_s)  # while the loop stops
         waited = aside.wait(request.stand_aside_timeout_s)
         skipped = _why_no_refresh(request, checks)
         refresh = None
         if skipped is None and request.settings is not None:
-            # A selection only on a home that has every table (pipeline/refresh_selection.py).
-            scope = failover_refresh(request.settings, existing_tables(request.home.root))
-            refresh = run_pipeline(
-                request.settings,
-                request.home.root,
-                refresh=scope.selection,
-                echo=echo,
-                timeout_s=request.refresh_timeout_s,
-                kafka_properties=request.kafka_properties,
-            )
-        with contextlib.closing(gold_store()) as store:
+            with clock.phase("refresh"):
+                # A selection only on a home that has every table (pipeline/refresh_selection.py).
+                scope = failover_refresh(request.settings, existing_tables(request.home.root))
+                refresh = run_pipeline(
+                    request.settings,
+                    request.home.root,
+                    refresh=scope.selection,
+                    echo=echo,
+                    timeout_s=request.refresh_timeout_s,
+                    kafka_properties=request.kafka_properties,
+                )
+        with clock.phase("gold"):  # opening the store is part of reading gold
+            store = gold_store()
+        with contextlib.closing(store):
             applied = run_apply(request.apply, store=store, secrets=secrets)
     return FailoverResult(
         checks=checks,
         refresh=refresh,
         refresh_skipped=skipped,
         apply=applied,
+        phases=clock.times(expected=("probe", "refresh")) + applied.phases,
         loop_stood_aside=(
             f"the local sync loop (process {aside.loop}) stood aside in {waited:.1f}s"
             if aside.loop is not None
