@@ -21,8 +21,8 @@ from databricks.sdk import WorkspaceClient
 
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
-from offsetlake.databricks.run_report import JobsApiError
 from offsetlake.databricks.sync_pause import pause_sync
+from offsetlake.databricks.workspace import JobsApiError
 from tests.loopback_api import JsonApiHandler, serving
 
 SYNC_JOB = 812

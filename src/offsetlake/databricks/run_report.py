@@ -14,16 +14,18 @@ identity without configuration), bounded in time: an unreachable API or missing 
 
 from __future__ import annotations
 
-import re
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from offsetlake import __version__
-from offsetlake.errors import ExternalError
+from offsetlake.databricks.workspace import (
+    JobsApiError,
+    bounded,
+    cause,
+    client_timeouts,
+    one_line,
+    workspace_client,
+)
 
 if TYPE_CHECKING:
     from databricks.sdk import WorkspaceClient
@@ -42,12 +44,7 @@ SUCCESS_WITH_FAILURES, INTERNAL_ERROR, SKIPPED, UNKNOWN, and states added later)
 UNKNOWN = "UNKNOWN"
 """A finished task whose result the API did not give (or gave in a value this SDK does not know)."""
 
-_MAX_MESSAGE_CHARS = 300
 _PREFIX = "offsetlake job-report"
-
-
-class JobsApiError(ExternalError):
-    """The Jobs API could not be reached, refused the credentials, or refused the request."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +86,7 @@ def report_run(run_id: int, tasks: Sequence[TaskOutcome], *, own_task_key: str |
     states = [_state_text(task) for task in reported]
     state_width = max((len(state) for state in states), default=0)
     lines = tuple(
-        f"{task.task_key:<{key_width}}  {state:<{state_width}}  {_one_line(task.message) or '-'}".rstrip()
+        f"{task.task_key:<{key_width}}  {state:<{state_width}}  {one_line(task.message) or '-'}".rstrip()
         for task, state in zip(reported, states, strict=True)
     )
     failed = [task for task in reported if task.failed]
@@ -119,18 +116,12 @@ def _state_text(task: TaskOutcome) -> str:
 
 
 def _failure_text(task: TaskOutcome) -> str:
-    message = _one_line(task.message)
+    message = one_line(task.message)
     return (
         f"{task.task_key} {task.result_state}: {message}"
         if message
         else f"{task.task_key} {task.result_state}"
     )
-
-
-def _one_line(text: str) -> str:
-    """A state message on one line, shortened: messages can hold a whole stack trace."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _MAX_MESSAGE_CHARS else flat[: _MAX_MESSAGE_CHARS - 1].rstrip() + "…"
 
 
 # -- reading a run through databricks-sdk ------------------------------------------------------
@@ -195,48 +186,14 @@ def read_run_tasks(
 ) -> list[TaskOutcome]:
     """The tasks of job run ``run_id`` (latest attempt of each), read within ``timeout_s``.
 
-    The SDK retries a refused connection until its retry timeout and may overshoot it by a back-off
-    sleep, and the client's set-up makes calls of its own (host metadata, OAuth endpoints), so
-    its HTTP and retry timeouts are a sixth of ``timeout_s``: a refused connection ends with its
-    cause well within ``timeout_s``. A thread bounds the whole at ``timeout_s`` whatever the SDK
-    does (a host that accepts and never answers, a slow token endpoint).
+    A refused connection ends with its cause well within ``timeout_s``, and the whole is bounded at
+    ``timeout_s`` whatever the SDK does (databricks/workspace.py).
     """
-    http_timeout_s = max(1.0, timeout_s / 6)
-    retry_timeout_s = max(1, int(timeout_s / 6))
-    factory = client_factory or _workspace_client
-    answer: Future[list[TaskOutcome]] = Future()
-
-    def work() -> None:
-        try:
-            answer.set_result(_read(run_id, factory(http_timeout_s, retry_timeout_s)))
-        except BaseException as error:  # handed to the waiting thread, which raises it
-            answer.set_exception(error)
-
-    # The daemon thread is abandoned on a timeout: it holds nothing the process needs.
-    threading.Thread(target=work, name="offsetlake-jobs-api", daemon=True).start()
-    try:
-        return answer.result(timeout=timeout_s)
-    except FutureTimeoutError:
-        message = f"the Jobs API did not answer within {timeout_s:g} s (reading run {run_id})"
-        raise JobsApiError(message) from None
-
-
-def _workspace_client(http_timeout_s: float, retry_timeout_s: int) -> WorkspaceClient:
-    from databricks.sdk import WorkspaceClient
-    from databricks.sdk.core import Config
-
-    try:
-        config = Config(
-            http_timeout_seconds=http_timeout_s,
-            retry_timeout_seconds=retry_timeout_s,
-            product="offsetlake",
-            product_version=__version__,
-        )
-    except ValueError as error:  # no credentials, or a configuration the SDK refuses
-        raise JobsApiError(
-            f"cannot authenticate to the Databricks workspace: {_one_line(str(error))}"
-        ) from None
-    return WorkspaceClient(config=config)
+    http_timeout_s, retry_timeout_s = client_timeouts(timeout_s)
+    factory = client_factory or workspace_client
+    return bounded(
+        lambda: _read(run_id, factory(http_timeout_s, retry_timeout_s)), timeout_s, f"reading run {run_id}"
+    )
 
 
 def _read(run_id: int, client: WorkspaceClient) -> list[TaskOutcome]:
@@ -244,21 +201,6 @@ def _read(run_id: int, client: WorkspaceClient) -> list[TaskOutcome]:
         run = client.jobs.get_run(run_id)  # every page of tasks (the SDK follows next_page_token)
     except (OSError, RuntimeError) as error:  # DatabricksError, requests' errors, TimeoutError
         raise JobsApiError(
-            f"cannot read job run {run_id} from {client.config.host}: {_cause(error)}"
+            f"cannot read job run {run_id} from {client.config.host}: {cause(error)}"
         ) from None
     return [task_outcome(task) for task in latest_attempts(run.tasks or [])]
-
-
-_ERRNO = re.compile(r"\[Errno -?\d+\] ")
-
-
-def _cause(error: BaseException) -> str:
-    """The root cause in one line: ``Connection refused`` rather than urllib3's nested reprs."""
-    chain = [error]
-    while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None and cause not in chain:
-        chain.append(cause)
-    root = chain[-1]
-    text = root.strerror if isinstance(root, OSError) and root.strerror else _ERRNO.sub("", str(root))
-    if root is not error and isinstance(error, TimeoutError):
-        text = f"{text} ({error})"
-    return _one_line(text or type(root).__name__)

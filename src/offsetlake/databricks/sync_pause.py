@@ -15,15 +15,12 @@ time like ``offsetlake job-report``: an unreachable API is a ``JobsApiError`` wi
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from offsetlake.databricks.run_report import JobsApiError, _cause, _workspace_client
+from offsetlake.databricks.workspace import JobsApiError, bounded, cause, client_timeouts, workspace_client
 
 if TYPE_CHECKING:
     from databricks.sdk import WorkspaceClient
@@ -34,8 +31,6 @@ POLL_INTERVAL_S = 5.0
 """How often the active sync runs are listed again while cancelled ones end."""
 APPLY = "apply"
 _PREFIX = "offsetlake pause-sync"
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -69,32 +64,14 @@ def pause_sync(
     Cancelled runs get half of ``timeout_s`` to end, counted in polls (so the verdict does not depend
     on how fast the API answers); the other half bounds the API calls.
     """
-    http_timeout_s = max(1.0, timeout_s / 6)
-    retry_timeout_s = max(1, int(timeout_s / 6))
-    factory = client_factory or _workspace_client
+    http_timeout_s, retry_timeout_s = client_timeouts(timeout_s)
+    factory = client_factory or workspace_client
     polls = max(1, int(timeout_s / 2 / poll_interval_s))
 
     def work() -> PauseOutcome:
         return _pause(job_id, factory(http_timeout_s, retry_timeout_s), polls, poll_interval_s)
 
-    return _bounded(work, timeout_s, f"pausing job {job_id}")
-
-
-def _bounded(call: Callable[[], T], timeout_s: float, what: str) -> T:
-    """``call()`` on a daemon thread, abandoned after ``timeout_s`` (a host that never answers)."""
-    answer: Future[T] = Future()
-
-    def work() -> None:
-        try:
-            answer.set_result(call())
-        except BaseException as error:  # handed to the waiting thread, which raises it
-            answer.set_exception(error)
-
-    threading.Thread(target=work, name="offsetlake-jobs-api", daemon=True).start()
-    try:
-        return answer.result(timeout=timeout_s)
-    except FutureTimeoutError:
-        raise JobsApiError(f"the Jobs API did not answer within {timeout_s:g} s ({what})") from None
+    return bounded(work, timeout_s, f"pausing job {job_id}")
 
 
 def _pause(job_id: int, client: WorkspaceClient, polls: int, poll_interval_s: float) -> PauseOutcome:
@@ -133,7 +110,7 @@ def _pause(job_id: int, client: WorkspaceClient, polls: int, poll_interval_s: fl
     except JobsApiError:
         raise
     except (OSError, RuntimeError) as error:  # DatabricksError, requests' errors, TimeoutError
-        raise JobsApiError(f"cannot pause job {job_id} on {host}: {_cause(error)}") from None
+        raise JobsApiError(f"cannot pause job {job_id} on {host}: {cause(error)}") from None
     if cancelled:
         runs = ", ".join(str(run_id) for run_id in cancelled)
         lines.append(f"{_PREFIX}: cancelled its active run(s) {runs}; they have ended")
