@@ -8,6 +8,7 @@ the same order, or raise the same error, for any gold and any target.
 from __future__ import annotations
 
 import gc
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -147,6 +148,9 @@ def test_a_fleet_sized_plan_is_the_rules_row_for_row() -> None:
     guards = Guards(reference_time=NOW)
     plan = build_plan(offsets[::-1], target, guards)
     assert plan == by_rule(offsets[::-1], target, guards)
+    # The columns build each row's fields in place (no __init__): a field PlanRow gains must be
+    # set there too, not left to a class-level default that equality would not notice.
+    assert {tuple(row.__dict__) for row in plan} == {tuple(field.name for field in fields(PlanRow))}
     assert {row.action for row in plan} == {
         Action.APPLY,
         Action.NOOP,
