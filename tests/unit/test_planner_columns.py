@@ -116,7 +116,7 @@ def planned(offsets: list[GoldOffset], target: TargetState, guards: Guards) -> l
         return str(error)
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(scenarios())
 def test_the_plan_is_the_rules_row_for_row(scenario: tuple[list[GoldOffset], TargetState, Guards]) -> None:
     assert planned(*scenario) == by_rule(*scenario)
