@@ -12,12 +12,14 @@ with both clusters up comes first, as production has run the pipeline before an 
 ``--load second-pipeline`` runs ``offsetlake pipeline run`` on another home against the same
 pair, again and again, for the whole measurement: on a 2-core machine this is what makes Spark's
 Python workers miss their 10 s connect-back window (local/spark.py). ``--cpu-hogs N`` adds N
-busy loops. ``--measure refresh`` times ``offsetlake pipeline run`` with the source dead instead
+busy loops. ``--source up`` leaves the source up: a healthy failover, which refreshes
+``latest_offsets``' lineage before it applies (issue 36: goal <= 60 s idle, <= 120 s beside a
+second pipeline). ``--measure refresh`` times ``offsetlake pipeline run`` with the source dead instead
 (the pipeline's own robustness), counting ``CANNOT_OPEN_SOCKET`` in its log.
 
 Prints per repeat: seconds, exit status, applied/checkpointed partitions, CANNOT_OPEN_SOCKET
-lines; then the median per load. Goal (issue 23): a failover with a dead source, busy or not,
-applies every checkpointed partition.
+lines, and the failover's own time by phase; then the median per load. Goal (issue 23): a
+failover with a dead source, busy or not, applies every checkpointed partition.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ class Scenario:
         return {(c.group, c.topic, c.partition): c.downstream_offset for c in emitted}
 
     def run(self, *args: str) -> tuple[float, int]:
+        """Run the CLI; prints its ``time by phase`` line (the failover's report has one)."""
         started = time.monotonic()
         completed = subprocess.run(
             [str(OFFSETLAKE), *args, *self.flags()],
@@ -111,6 +114,9 @@ class Scenario:
         )
         if completed.returncode != 0:
             print(f"  {args[0]} exit {completed.returncode}: {(completed.stdout + completed.stderr)[-1500:]}")
+        for line in completed.stdout.splitlines():
+            if line.startswith("time by phase:"):
+                print(f"  {line}")
         return time.monotonic() - started, completed.returncode
 
     def applied(self, expected: dict[tuple[str, str, int], int]) -> int:
@@ -128,6 +134,9 @@ class Scenario:
         return count
 
     def source_dead(self) -> contextlib.AbstractContextManager[None]:
+        """The source paused (a dead host), or left up with ``--source up`` (a healthy failover)."""
+        if self.options.source == "up":
+            return contextlib.nullcontext()
         return paused(self.pair.source)
 
     def once(self) -> Outcome:
@@ -220,6 +229,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--cpu-hogs", type=int, default=0, help="busy loops beside the measurement")
     parser.add_argument("--measure", choices=["failover", "refresh"], default="failover")
+    parser.add_argument(
+        "--source",
+        choices=["dead", "up"],
+        default="dead",
+        help="pause the source during each run (dead) or leave it up: a healthy failover refreshes first",
+    )
     parser.add_argument("--cluster-timeout-ms", type=int, default=5000, help="as the failover tests")
     options = parser.parse_args(argv)
 
@@ -238,9 +253,9 @@ def main(argv: list[str] | None = None) -> None:
                 simulator.create_topic(TOPIC, options.partitions)
                 scenario = Scenario(home, pair, simulator, options)
                 print(
-                    f"{options.measure} with the source dead: {options.groups} groups x "
+                    f"{options.measure} with the source {options.source}: {options.groups} groups x "
                     f"{options.partitions} partitions, cluster timeout {options.cluster_timeout_ms} ms, "
-                    f"{options.cpu_hogs} cpu hogs"
+                    f"{options.cpu_hogs} cpu hogs; load average {os.getloadavg()[0]:.2f}"
                 )
                 # Production has run the pipeline before the outage: gold holds translations.
                 scenario.new_checkpoints()
@@ -260,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
                             )
                     medians[kind] = statistics.median(seconds)
     for kind, median in medians.items():
-        print(f"median {options.measure}, {kind}: {median:.1f}s")
+        print(f"median {options.measure}, {kind}: {median:.1f}s (load average now {os.getloadavg()[0]:.2f})")
     print(f"runs not ok (non-zero exit or a checkpointed partition not applied): {failures}")
     if failures:
         raise SystemExit(1)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import sys
@@ -44,7 +45,6 @@ from typing import Final
 from offsetlake.local.connect_server import WarmServer
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.local.processes import descendants
-from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake_dev import demo
 from offsetlake_dev.local_cluster import running_clusters
@@ -111,14 +111,19 @@ class UpdateTimes:
 
 class ProcessCounter:
     """The most ``java`` and ``python`` processes seen at once below this process, and the Python
-    processes started, by what they run (``-m`` module; a forked worker shows its daemon's), sampled
-    every 0.2 s: a worker living less than that can be missed, so the counts are lower bounds."""
+    processes started, by what they run (``-m`` module; a forked worker shows its daemon's), and the
+    CPU time each used (user + system, from /proc), sampled every 0.2 s: a worker living less than
+    that can be missed, and the CPU after a process's last sample is not seen, so the counts and
+    CPU times are lower bounds. The kept-warm server's JVM counts only what it used meanwhile."""
 
     def __init__(self, excluded: tuple[int, ...]) -> None:
         self._excluded = set(excluded)
         self._stop = threading.Event()
         self.most: dict[str, int] = {"java": 0, "python": 0}
         self.started: dict[int, str] = {}
+        self._cpu: dict[int, float] = {}
+        self._cpu_at_start: dict[int, float] = {}
+        self._ticks = os.sysconf("SC_CLK_TCK")
         self._thread = threading.Thread(target=self._sample, name="process-counter", daemon=True)
 
     def __enter__(self) -> ProcessCounter:
@@ -129,7 +134,23 @@ class ProcessCounter:
         self._stop.set()
         self._thread.join()
 
+    def cpu_by_kind(self) -> dict[str, float]:
+        """CPU seconds seen, by what each process runs (the JVMs together as ``java``)."""
+        totals: dict[str, float] = {}
+        for pid, seconds in self._cpu.items():
+            what = self.started.get(pid, "?")
+            totals[what] = totals.get(what, 0.0) + seconds - self._cpu_at_start.get(pid, 0.0)
+        return totals
+
+    def _cpu_seconds(self, pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / self._ticks
+
     def _sample(self) -> None:
+        first = True
         while not self._stop.wait(0.2):
             counts = {"java": 0, "python": 0}
             for pid in descendants(os.getpid()):
@@ -144,6 +165,11 @@ class ProcessCounter:
                         counts[kind] += 1
                 if name.startswith("python") and pid not in self.started:
                     self.started[pid] = _runs(pid)
+                if name.startswith("java") and pid not in self.started:
+                    self.started[pid] = "java"
+                    self._cpu_at_start[pid] = self._cpu_seconds(pid) if first else 0.0
+                self._cpu[pid] = self._cpu_seconds(pid) or self._cpu.get(pid, 0.0)
+            first = False
             for kind, count in counts.items():
                 self.most[kind] = max(self.most[kind], count)
 
@@ -188,7 +214,14 @@ def replicate(settings: MirrorSettings) -> int:
 
 
 def timed_update(
-    settings: PipelineSettings, home: Path, full: bool, warm: WarmServer | None, brokers: tuple[int, ...]
+    settings: PipelineSettings,
+    home: Path,
+    full: bool,
+    warm: WarmServer | None,
+    brokers: tuple[int, ...],
+    *,
+    log_copy: Path,
+    spark_conf: dict[str, str],
 ) -> tuple[PipelineRunResult, UpdateTimes, dict[str, int]]:
     times = UpdateTimes()
     launched = time.monotonic()
@@ -197,11 +230,19 @@ def timed_update(
         times.feed(time.monotonic() - launched, line)
 
     with ProcessCounter(brokers) as counter:
-        result = run_pipeline(settings, home, full_refresh=full, echo=echo, server=warm)
+        result = run_pipeline(
+            settings, home, full_refresh=full, echo=echo, server=warm, spark_conf=spark_conf
+        )
+    shutil.copyfile(result.log_path, log_copy)
     if not result.succeeded:
         raise BenchmarkError(f"update failed: {result.explanation} (log {result.log_path})")
     started = Counter(counter.started.values())
     print("  python processes started: " + ", ".join(f"{n} {what}" for what, n in started.most_common()))
+    cpu = counter.cpu_by_kind()
+    print(
+        f"  CPU seen in the update's processes: {sum(cpu.values()):.1f}s in {result.seconds:.1f}s; "
+        + ", ".join(f"{what} {seconds:.1f}s" for what, seconds in sorted(cpu.items(), key=lambda kv: -kv[1]))
+    )
     return result, times, counter.most
 
 
@@ -227,12 +268,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="updates to time (medians are printed)")
     parser.add_argument("--kind", choices=("full", "incremental"), default="full")
     parser.add_argument("--warm", action="store_true", help="run the updates on one kept-warm server")
+    parser.add_argument(
+        "--logs-dir",
+        type=Path,
+        default=None,
+        help="where each update's spark-pipelines log is kept (default: a fresh directory under /tmp)",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a runtime setting (repeatable): spark.sql.pipelines.execution.maxConcurrentFlows=4",
+    )
     options = parser.parse_args(argv)
+    conf = dict(entry.split("=", 1) for entry in options.conf)
+    logs_dir = options.logs_dir or Path(tempfile.mkdtemp(prefix="bench-update-logs-"))
+    logs_dir.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _interrupt)
 
     print(
         f"bench_update: kind={options.kind} warm={options.warm} repeat={options.repeat} "
-        f"cores={os.cpu_count()} load average at start {os.getloadavg()[0]:.2f}"
+        f"cores={os.cpu_count()} load average at start {os.getloadavg()[0]:.2f}; "
+        f"logs in {logs_dir}; conf {conf}"
     )
     with ExitStack() as stack:
         home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="offsetlake-bench-update-")))
@@ -247,21 +305,26 @@ def main(argv: list[str] | None = None) -> int:
             mapped_topics=frozenset({demo.PAYMENTS}),
         )
         print(f"workload: the demo's, {replicate(mirror)} records produced on the source")
-        settings = PipelineSettings(
-            target_bootstrap_servers=pair.target.bootstrap_servers,
-            target_alias=demo.TARGET_ALIAS,
-            sources=(ClusterEndpoint(demo.SOURCE_ALIAS, pair.source.bootstrap_servers),),
-            mappings_topics=f"^{demo.MAPPING_TOPIC}$",
-        )
+        settings = demo.pipeline_settings(pair.source.bootstrap_servers, pair.target.bootstrap_servers)
         warm = stack.enter_context(optional_warm_server(options.warm, home))
         if options.kind == "incremental":
-            result, _, _ = timed_update(settings, home, True, warm, brokers)
+            result, _, _ = timed_update(
+                settings, home, True, warm, brokers, log_copy=logs_dir / "initial.log"
+            )
             print(f"initial full update (not counted): {result.seconds:.1f}s")
         print(f"{'update':<10}" + "".join(f"{phase:>9}" for phase in PHASES) + "   most java/python")
         figures: list[dict[str, float]] = []
         flows: list[dict[str, float]] = []
         for number in range(1, options.repeat + 1):
-            result, times, most = timed_update(settings, home, options.kind == "full", warm, brokers)
+            result, times, most = timed_update(
+                settings,
+                home,
+                options.kind == "full",
+                warm,
+                brokers,
+                log_copy=logs_dir / f"update-{number}.log",
+                spark_conf=conf,
+            )
             figures.append(times.phases(result.seconds))
             flows.append(times.flows())
             print(f"{_row(str(number), figures[-1])}   {most['java']}/{most['python']}  {result.status}")

@@ -541,9 +541,9 @@ def _show_replication_lag(home: Path, progress: Progress) -> None:
     )
 
 
-def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> bool:
-    """One pipeline update over both clusters (spark-pipelines in a subprocess); True if it succeeded."""
-    settings = PipelineSettings(
+def pipeline_settings(source: str, target: str) -> PipelineSettings:
+    """The demo's pipeline over the two clusters (also what bench_update times)."""
+    return PipelineSettings(
         target_bootstrap_servers=target,
         target_alias=TARGET_ALIAS,
         sources=(ClusterEndpoint(SOURCE_ALIAS, source),),
@@ -552,6 +552,11 @@ def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> b
         # headers on those same records.
         k2k_tracing_routes=(TracingRoute(SOURCE_ALIAS, f"{SOURCE_ALIAS}.{TOPIC_PLACEHOLDER}"),),
     )
+
+
+def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> bool:
+    """One pipeline update over both clusters (spark-pipelines in a subprocess); True if it succeeded."""
+    settings = pipeline_settings(source, target)
     progress.step("running the pipeline (spark-pipelines: bronze -> silver -> gold); progress lines follow")
 
     shown: set[str] = set()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from offsetlake.errors import InvalidValueError
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.settings import (
+    ALL_KEYS,
     K2K_TRACING_TOPICS,
     MAPPINGS_TOPICS,
     METHOD_PRECEDENCE,
@@ -158,3 +162,32 @@ def test_a_tracing_route_names_the_target_topic_of_each_source_topic() -> None:
     east, west = settings.k2k_tracing_routes
     assert (east.target_topic("orders"), west.target_topic("orders")) == ("orders", "eu.orders.copy")
     assert TracingRoute("east", "all-orders").target_topic("orders") == "all-orders"
+
+
+class _Conf:
+    """spark.conf as a Spark Connect session answers it, counting the round trips."""
+
+    def __init__(self, listed: dict[str, str], known: dict[str, str]) -> None:
+        self._listed, self._known, self.calls = listed, known, 0
+
+    @property
+    def getAll(self) -> dict[str, str]:  # noqa: N802 (PySpark's name)
+        self.calls += 1
+        return dict(self._listed)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        self.calls += 1
+        return self._known.get(key, default)
+
+
+def test_the_transformations_read_their_settings_in_one_round_trip() -> None:
+    conf = {TARGET_BOOTSTRAP: "target:9092", SOURCES: "east=e:9092", "offsetlake.groups.include": "orders-.*"}
+    conf["spark.other"] = "x"
+    listing = _Conf(conf, conf)
+    settings = pipeline_settings(SimpleNamespace(conf=listing))  # type: ignore[arg-type]
+    assert (settings.target_bootstrap_servers, settings.groups_include) == ("target:9092", "orders-.*")
+    assert listing.calls == 1
+    # A runtime that leaves the pipeline's settings out of getAll is read key by key.
+    hiding = _Conf({"spark.other": "x"}, conf)
+    assert pipeline_settings(SimpleNamespace(conf=hiding)) == settings  # type: ignore[arg-type]
+    assert hiding.calls == 1 + len(ALL_KEYS)

@@ -24,13 +24,22 @@ from pyspark.sql import DataFrame, SparkSession
 from offsetlake.data_sources.options import TARGET_OPTION_PREFIX
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.settings import PipelineSettings
+from offsetlake.pipeline.settings import TARGET_BOOTSTRAP, PipelineSettings
 
 ClusterRole = Literal["source", "target"]
 
 
 def pipeline_settings(spark: SparkSession) -> PipelineSettings:
-    """The settings from the pipeline configuration (spark conf); raises ValueError naming a bad key."""
+    """The settings from the pipeline configuration (spark conf); raises ValueError naming a bad key.
+
+    Read in one call (``getAll``): every transformation file reads them at import, and one
+    ``spark.conf.get`` per key is a server round trip each under Spark Connect (28 files × 26 keys).
+    A session whose ``getAll`` lacks the one required key is read key by key, as before, so a
+    runtime that lists only some settings there reads the rest all the same.
+    """
+    every = spark.conf.getAll
+    if TARGET_BOOTSTRAP in every:
+        return PipelineSettings.from_mapping(every)
     return PipelineSettings.from_conf(lambda key: spark.conf.get(key, None))
 
 
