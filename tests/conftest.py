@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import settings
 
+from offsetlake.local.class_archive import class_archive_options
 from offsetlake.local.home import HOME_ENV
+from offsetlake.local.spark import LOCAL_JVM_OPTIONS
 from tests.kafka_helpers import ClustersUnderTest
 
 if TYPE_CHECKING:
@@ -115,6 +117,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.pyspark.python", sys.executable)
         .config("spark.pyspark.driver.python", sys.executable)
+        # The local JVM options and the class-data archive when there is one; a JVM living for the
+        # whole run never writes it (it would hold the claim, local/class_archive.py).
+        .config(
+            "spark.driver.extraJavaOptions",
+            f"{LOCAL_JVM_OPTIONS} {class_archive_options('session', LOCAL_JVM_OPTIONS, write=False)}",
+        )
         .getOrCreate()
     )
     yield session

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Final
 
 from offsetlake.errors import ExternalError
+from offsetlake.local.class_archive import WRITE_GRACE_S, writes_archive
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import check_home_free
 from offsetlake.local.pipeline_spec import LOCAL_MASTER, PIPELINE_NAME, spark_env
-from offsetlake.local.processes import spawn_group, terminate_group
+from offsetlake.local.processes import DEFAULT_GRACE_S, spawn_group, terminate_group
+from offsetlake.local.spark import jvm_start_conf
 
 CONNECT_SERVER_CLASS: Final = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -25,7 +27,7 @@ class WarmServer:
     A cold update starts two JVMs (the ``spark-pipelines`` launcher, then the Spark Connect server
     with its SparkContext) before any flow runs. Against a warm server an update is only the
     pipelines CLI in Python (no JVM), talking to ``sc://localhost:<port>``. The server holds the
-    home's metastore (static settings from write_spark_defaults) and the Kafka properties file for
+    home's metastore (static settings as ``--conf``: local/spark.py) and the Kafka properties file for
     its Python workers, so both are fixed for its life. Its process group ends on ``stop`` (and
     on ``__exit__``); its output goes to the home's ``connect_server_log``.
     """
@@ -39,6 +41,7 @@ class WarmServer:
         self._token = secrets.token_urlsafe(24)
         self._process: subprocess.Popen[str] | None = None
         self._port = 0
+        self._stop_grace_s = DEFAULT_GRACE_S
 
     @property
     def url(self) -> str:
@@ -58,6 +61,7 @@ class WarmServer:
     def start(self) -> None:
         """Start the server and wait until it accepts connections (its SparkContext is up then)."""
         check_home_free(self.home.root)
+        self.home.pipeline_dir.mkdir(parents=True, exist_ok=True)
         self._port = _free_port()
         env = {
             **spark_env(self.home, self.kafka_properties),
@@ -71,8 +75,14 @@ class WarmServer:
             "--master", LOCAL_MASTER,
             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
             "--conf", f"spark.connect.grpc.binding.port={self._port}",
-            "spark-internal",
         ]  # fmt: skip
+        static_conf = jvm_start_conf(self.home.root, "server")
+        self._stop_grace_s = (
+            WRITE_GRACE_S if writes_archive(static_conf["spark.driver.extraJavaOptions"]) else DEFAULT_GRACE_S
+        )
+        for key, value in static_conf.items():
+            command += ["--conf", f"{key}={value}"]
+        command.append("spark-internal")
         log_path = self.home.connect_server_log
         self._process = spawn_group(command, cwd=self.home.pipeline_dir, env=env, log_path=log_path)
         deadline = time.monotonic() + self._start_timeout_s
@@ -89,8 +99,9 @@ class WarmServer:
             time.sleep(0.2)
 
     def stop(self) -> None:
+        """End the server's process group (given time to write the class-data archive, if it does)."""
         if self._process is not None:
-            terminate_group(self._process)
+            terminate_group(self._process, grace_s=self._stop_grace_s)
             self._process = None
 
     def restart(self) -> None:

@@ -78,14 +78,6 @@ class LocalHome:
         return self.pipeline_dir / "storage"
 
     @property
-    def spark_conf_dir(self) -> Path:
-        return self.pipeline_dir / "spark-conf"
-
-    @property
-    def spark_defaults(self) -> Path:
-        return self.spark_conf_dir / "spark-defaults.conf"
-
-    @property
     def pipeline_spec(self) -> Path:
         return self.pipeline_dir / "spark-pipeline.yml"
 

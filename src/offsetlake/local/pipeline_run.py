@@ -18,14 +18,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from offsetlake.errors import InvalidValueError
+from offsetlake.local.class_archive import WRITE_GRACE_S, writes_archive
 from offsetlake.local.connect_server import ConnectServerError, WarmServer
 from offsetlake.local.gold_guard import GUARDED_TABLES, GoldGuard
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, check_home_free, pipeline_run_lock
-from offsetlake.local.pipeline_spec import LOCAL_MASTER, spark_env, spark_pipelines_command, write_spec
-from offsetlake.local.processes import interruptible, run_group
+from offsetlake.local.pipeline_spec import (
+    LOCAL_MASTER,
+    remote_init_env,
+    spark_env,
+    spark_pipelines_command,
+    write_spec,
+)
+from offsetlake.local.processes import DEFAULT_GRACE_S, interruptible, run_group
 from offsetlake.local.run_log import FlowOutcome, RunLog, is_event, judge
 from offsetlake.local.run_progress import RunProgress
+from offsetlake.local.spark import jvm_start_conf
 from offsetlake.pipeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
@@ -166,9 +174,14 @@ def _run_update(
     recovered = guard.recover()
     command = spark_pipelines_command(write_spec(home, settings, spark_conf), full_refresh, refresh)
     log_path = home.last_run_log
+    grace_s = DEFAULT_GRACE_S
     if server is None:
+        static_conf = jvm_start_conf(home.root, "pipeline")
+        if writes_archive(static_conf["spark.driver.extraJavaOptions"]):
+            grace_s = WRITE_GRACE_S  # its JVM writes the class-data archive once it has exited
         env = {
             **spark_env(home, kafka_properties),
+            **remote_init_env(static_conf),
             # The local Spark Connect server binds the fixed port 15002 and the client dials it, so
             # two pipelines (tests, demo, benchmark) would collide. Under SPARK_TESTING pyspark binds
             # an ephemeral port and its client asks the server which one (connect/client/core.py
@@ -204,6 +217,7 @@ def _run_update(
                 env=env,
                 on_line=on_line,
                 timeout_s=timeout_s,
+                grace_s=grace_s,
                 stop=stop,
             )
             if server is None:

@@ -2,14 +2,15 @@
 
 ``write_spec`` writes the home's spark-pipeline.yml (libraries -> the packaged transformations
 directory, schema ``offsetlake``, storage under the home, the offsetlake.* keys in
-``configuration``); ``write_spark_defaults`` the SPARK_CONF_DIR with the shared warehouse and
-metastore (static settings must reach the Spark Connect server at start); ``spark_env`` the
-environment of every process that runs Spark for the home; ``spark_pipelines_command`` the
+``configuration``); ``remote_init_env`` the static settings (the shared warehouse and metastore)
+of the Spark Connect server the pipelines CLI starts; ``spark_env`` the environment of every
+process that runs Spark for the home; ``spark_pipelines_command`` the
 ``spark-pipelines run`` command line (our launcher of pyspark's CLI, in this Python).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,6 @@ import yaml
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import PROPERTIES_ENV
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
-from offsetlake.local.spark import local_spark_conf
 from offsetlake.pipeline.settings import PipelineSettings
 
 TRANSFORMATIONS_DIR: Final = Path(__file__).resolve().parents[1] / "pipeline" / "transformations"
@@ -57,35 +57,37 @@ def write_spec(
     return home.pipeline_spec
 
 
-def write_spark_defaults(home: LocalHome) -> Path:
-    """A SPARK_CONF_DIR whose spark-defaults.conf holds the static settings (metastore, warehouse).
-
-    ``spark-pipelines --conf`` would not do: with ``SPARK_REMOTE=local…`` the pipeline client
-    starts the Spark Connect server's JVM itself (pyspark.sql.connect.session._start_connect_server),
-    which only sees spark-defaults.conf and the spec's ``configuration`` (a WarmServer reads the same
-    file); and the spec's configuration is also applied per flow as runtime SQL conf, where static
-    settings fail with CANNOT_MODIFY_CONFIG.
-    """
-    home.spark_conf_dir.mkdir(parents=True, exist_ok=True)
-    lines = [f"{key} {value}" for key, value in local_spark_conf(home.root).items()]
-    home.spark_defaults.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return home.spark_conf_dir
-
-
 def spark_env(home: LocalHome, kafka_properties: Path | None) -> dict[str, str]:
     """The environment every process that runs Spark for ``home`` starts with (Python workers
-    included: they read the Kafka properties path from it)."""
+    included: they read the Kafka properties path from it).
+
+    No ``SPARK_CONF_DIR``: static settings reach a local JVM as ``--conf`` (remote_init_env,
+    WarmServer), so none reads a user's spark-defaults.conf, and every local JVM has the same
+    classpath, which its class-data archive requires (local/class_archive.py).
+    """
     env = {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_CONF_DIR": str(write_spark_defaults(home)),
         # Progress lines reach ``echo`` (and the log's reader) as they are printed, not in 8 KiB blocks.
         "PYTHONUNBUFFERED": "1",
     }
+    env.pop("SPARK_CONF_DIR", None)
     if kafka_properties is not None:
         env[PROPERTIES_ENV] = str(kafka_properties.resolve())
     return env
+
+
+def remote_init_env(static_conf: Mapping[str, str]) -> dict[str, str]:
+    """The static settings of the Spark Connect server the pipelines CLI starts itself.
+
+    ``spark-pipelines`` with ``SPARK_REMOTE=local`` starts the server's JVM from the client
+    (pyspark.sql.connect.session._start_connect_server), which passes the settings of
+    ``PYSPARK_REMOTE_INIT_CONF_0`` (what ``pyspark --remote local --conf`` uses, PySpark 3.4-4.2)
+    as ``--conf``; the spec's ``configuration`` would not do, being applied per flow as runtime
+    SQL conf, where static settings fail with CANNOT_MODIFY_CONFIG.
+    """
+    return {"PYSPARK_REMOTE_INIT_CONF_LEN": "1", "PYSPARK_REMOTE_INIT_CONF_0": json.dumps(dict(static_conf))}
 
 
 def run_arguments(spec_path: Path, full_refresh: bool, refresh: Sequence[str]) -> list[str]:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from offsetlake.local.class_archive import Purpose, class_archive_options
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome, local_home
 from offsetlake.local.locks import check_home_free
 
@@ -33,7 +34,7 @@ LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 # Without tiered compilation the JVM reserves 48 MB of code cache, which C1 fills in a long
 # pipeline run ("CodeCache is full. Compiler has been disabled", then method-handle linking fails
 # and the DAG scheduler dies: measured in the demo); the tiered default size is kept.
-_SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
+LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
 
 
 # No setting here widens the window a Python data source's worker has to connect back to the
@@ -55,13 +56,23 @@ def local_spark_conf(home: Path | None = None) -> dict[str, str]:
         ),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={layout.root} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} "
-            + _SHORT_LIVED_JVM
+            + LOCAL_JVM_OPTIONS
         ),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
     }
+
+
+def jvm_start_conf(home: Path, purpose: Purpose) -> dict[str, str]:
+    """``local_spark_conf`` for a JVM about to start, with the class-data archive's options
+    (local/class_archive.py). Call once per JVM started: the call may claim the archive's writing."""
+    conf = local_spark_conf(home)
+    archive = class_archive_options(purpose, LOCAL_JVM_OPTIONS)
+    if archive:
+        conf["spark.driver.extraJavaOptions"] += f" {archive}"
+    return conf
 
 
 def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> SparkSession:
@@ -77,7 +88,8 @@ def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> S
     if starting:
         check_home_free(home or local_home())
     builder = SparkSession.builder.master("local[2]").appName(app_name)
-    for key, value in local_spark_conf(home).items():
+    conf = jvm_start_conf(home or local_home(), "session") if starting else local_spark_conf(home)
+    for key, value in conf.items():
         builder = builder.config(key, value)
     quiet = starting and not logging.getLogger("offsetlake").isEnabledFor(logging.DEBUG)
     with _jvm_output_to(home or local_home()) if quiet else contextlib.nullcontext():

@@ -1,0 +1,111 @@
+"""The class-data archive's life: one writer at a time, adopted only once a JVM maps it."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from offsetlake.local import class_archive
+from offsetlake.local.class_archive import CACHE_DIR_ENV, CLAIM_TTL_S, DISABLE_ENV, class_archive_options
+
+OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.delenv(DISABLE_ENV, raising=False)
+    return tmp_path
+
+
+def _written_path(options: str) -> Path:
+    (flag,) = [word for word in options.split() if word.startswith("-XX:ArchiveClassesAtExit=")]
+    return Path(flag.split("=", 1)[1])
+
+
+def _age(path: Path, seconds: float) -> None:
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+def test_one_jvm_at_a_time_writes_the_archive(cache: Path) -> None:
+    first = class_archive_options("pipeline", OPTIONS)
+    assert "-XX:ArchiveClassesAtExit=" in first
+    assert _written_path(first).parent == cache
+    assert class_archive_options("pipeline", OPTIONS) == ""  # the claim is held
+    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("session", OPTIONS)  # its own claim
+
+
+def test_an_abandoned_claim_is_taken_over(cache: Path) -> None:
+    class_archive_options("pipeline", OPTIONS)
+    (claim,) = cache.glob("*.claim")
+    _age(claim, CLAIM_TTL_S + 1)
+    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
+
+
+def test_a_written_archive_the_jvm_maps_is_adopted_and_used(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = _written_path(class_archive_options("pipeline", OPTIONS))
+    written.write_bytes(b"archive")
+    _age(written, 10)
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: path == written)
+    options = class_archive_options("pipeline", OPTIONS)
+    (archive,) = cache.glob("*.jsa")
+    assert f"-XX:SharedArchiveFile={archive}" in options
+    assert archive.read_bytes() == b"archive"
+    assert not written.exists() and not list(cache.glob("*.claim"))
+    assert class_archive_options("pipeline", OPTIONS) == options
+
+
+def test_a_file_cut_short_is_never_used_and_is_removed_once_abandoned(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = _written_path(class_archive_options("pipeline", OPTIONS))
+    written.write_bytes(b"cut")
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: False)
+    _age(written, 10)
+    assert class_archive_options("pipeline", OPTIONS) == ""  # still claimed, not adopted
+    assert written.exists()
+    _age(written, CLAIM_TTL_S + 1)
+    (claim,) = cache.glob("*.claim")
+    _age(claim, CLAIM_TTL_S + 1)
+    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
+    assert not written.exists()
+    assert not list(cache.glob("*.jsa"))
+
+
+def test_a_file_still_being_written_is_not_checked(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    written = _written_path(class_archive_options("pipeline", OPTIONS))
+    written.write_bytes(b"half")
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: pytest.fail("checked while written"))
+    assert class_archive_options("pipeline", OPTIONS) == ""
+
+
+def test_other_jvm_options_get_another_archive(cache: Path) -> None:
+    class_archive_options("pipeline", OPTIONS)
+    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", "-XX:+UseSerialGC")
+
+
+def test_off_starts_jvms_without_an_archive(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DISABLE_ENV, "off")
+    assert class_archive_options("pipeline", OPTIONS) == ""
+    assert not list(cache.iterdir())
+
+
+def test_an_unwritable_cache_costs_nothing_but_the_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv(CACHE_DIR_ENV, str(blocker / "jvm"))
+    assert class_archive_options("pipeline", OPTIONS) == ""
+
+
+def test_a_long_lived_jvm_maps_the_archive_but_never_claims_its_writing(cache: Path) -> None:
+    assert class_archive_options("session", OPTIONS, write=False) == ""
+    assert not list(cache.glob("*.claim"))
+    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("session", OPTIONS)
