@@ -12,7 +12,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from offsetlake.kafka import read_to_end
 from offsetlake.kafka.checkpoint_tail import unreadable_reason
-from offsetlake.kafka.read_to_end import PartitionRead, PartitionToRead, ReadOutcome, ReadToEnd
+from offsetlake.kafka.read_to_end import POLL_SLICE_S, PartitionRead, PartitionToRead, ReadOutcome, ReadToEnd
 from offsetlake.mm2_reset.offsets_topic import ResetError, require_read_whole
 
 
@@ -136,16 +136,16 @@ def test_no_progress_for_the_timeout_stalls_every_open_partition_with_its_last_e
         (ReadOutcome.STALLED, 1, None),
         (ReadOutcome.STALLED, 0, f"error {KafkaError._TRANSPORT}"),
     ]
-    # The record at 0.5 s moved the deadline to 2.5 s: polls end at 1.0, 1.5, 2.0, 2.5, then 3.0 > 2.5.
-    assert clock.now == pytest.approx(3.0)
+    # The record of the first poll moved the deadline to one slice + 2 s: the read stalls just past it.
+    assert 2 + POLL_SLICE_S < clock.now <= 2 + 2 * POLL_SLICE_S + 1e-9
 
 
 def test_progress_anywhere_moves_the_deadline_so_a_long_read_is_not_cut_short(clock: _Clock) -> None:
     """One record every poll for longer than the timeout: the read goes on while records come."""
     script = [[_record("a", 0, n)] for n in range(20)] + [[_eof("a", 0, 20), _eof("b", 0, 0)]]
     partitions = [PartitionToRead("a", 0, 0), PartitionToRead("b", 0, 0)]
-    delivered, results, _ = _read(clock, script, partitions, timeout_s=2)
-    assert len(delivered) == 20 and clock.now == pytest.approx(10.5)
+    delivered, results, _ = _read(clock, script, partitions, timeout_s=1)
+    assert len(delivered) == 20 and clock.now == pytest.approx(21 * POLL_SLICE_S) and clock.now > 1
     assert [r.outcome for r in results] == [ReadOutcome.END, ReadOutcome.END]
 
 
