@@ -83,7 +83,7 @@ def cache_dir() -> Path:
 
 def _claim(archive: Path) -> Path | None:
     """The file this JVM writes its archive to, or None while another JVM holds the claim (one
-    writer at a time: every JVM started without an archive would otherwise write ~180 MB)."""
+    writer at a time: every JVM started without an archive would otherwise write ~200 MB)."""
     claim = archive.with_suffix(".claim")
     with contextlib.suppress(FileNotFoundError):
         if time.time() - claim.stat().st_mtime < CLAIM_TTL_S:
