@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from offsetlake.local import class_archive
-from offsetlake.local.class_archive import CACHE_DIR_ENV, CLAIM_TTL_S, DISABLE_ENV, class_archive_options
+from offsetlake.local.class_archive import (
+    CACHE_DIR_ENV,
+    CLAIM_TTL_S,
+    DISABLE_ENV,
+    PRUNE_AFTER_S,
+    class_archive_options,
+)
 
 OPTIONS = "-XX:TieredStopAtLevel=1"
 
@@ -109,3 +115,25 @@ def test_a_long_lived_jvm_maps_the_archive_but_never_claims_its_writing(cache: P
     assert class_archive_options("session", OPTIONS, write=False) == ""
     assert not list(cache.glob("*.claim"))
     assert "-XX:ArchiveClassesAtExit=" in class_archive_options("session", OPTIONS)
+
+
+def test_archives_of_other_keys_unused_for_a_week_are_deleted_and_the_one_in_use_stays(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = _written_path(class_archive_options("pipeline", OPTIONS))
+    written.write_bytes(b"archive")
+    _age(written, 10)
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: True)
+    class_archive_options("pipeline", OPTIONS)
+    (archive,) = cache.glob("*.jsa")
+    _age(archive, PRUNE_AFTER_S + 1)
+    old_checkout = cache / "pipeline-0123456789abcdef.jsa"
+    old_checkout.write_bytes(b"another pyspark's")
+    _age(old_checkout, PRUNE_AFTER_S + 1)
+    recent = cache / "session-0123456789abcdef.jsa"
+    recent.write_bytes(b"used yesterday")
+    _age(recent, 24 * 3600)
+    assert "-XX:SharedArchiveFile=" in class_archive_options("pipeline", OPTIONS)
+    assert archive.exists() and time.time() - archive.stat().st_mtime < 60  # mapped: marked as used
+    assert not old_checkout.exists()
+    assert recent.exists()

@@ -47,6 +47,9 @@ SETTLED_S: Final = 5.0
 """A written archive untouched this long has been written whole (the JVM writes it in seconds)."""
 CLAIM_TTL_S: Final = 900.0
 """A claim older than this is abandoned (its JVM was killed before writing, or still runs)."""
+PRUNE_AFTER_S: Final = 7 * 24 * 3600.0
+"""Files of other keys (another checkout's pyspark, an older JDK) unused this long are deleted:
+each archive is 200 MB, and every checkout path makes its own."""
 
 
 def class_archive_options(purpose: Purpose, jvm_options: str, *, write: bool = True) -> str:
@@ -60,7 +63,9 @@ def class_archive_options(purpose: Purpose, jvm_options: str, *, write: bool = T
     try:
         directory.mkdir(parents=True, exist_ok=True)
         archive = directory / f"{purpose}-{_archive_key(jvm_options)}.jsa"
+        _prune(directory, keep=archive)
         if archive.exists() or _adopt_written(archive):
+            os.utime(archive)  # in use: pruning goes by when an archive was last mapped
             return f"-XX:SharedArchiveFile={archive} {_QUIET}"
         writing = _claim(archive) if write else None
     except OSError:
@@ -79,6 +84,17 @@ def cache_dir() -> Path:
         return Path(os.environ[CACHE_DIR_ENV])
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "offsetlake" / "jvm"
+
+
+def _prune(directory: Path, *, keep: Path) -> None:
+    """Delete the files of other archives not mapped for PRUNE_AFTER_S (never ``keep``'s)."""
+    now = time.time()
+    for path in directory.iterdir():
+        if path.name.startswith(f"{keep.stem}."):
+            continue
+        with contextlib.suppress(OSError):
+            if now - path.stat().st_mtime > PRUNE_AFTER_S:
+                path.unlink()
 
 
 def _claim(archive: Path) -> Path | None:
