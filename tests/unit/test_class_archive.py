@@ -52,14 +52,19 @@ def test_an_abandoned_claim_is_taken_over(cache: Path) -> None:
     assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
 
 
-def test_a_written_archive_the_jvm_maps_is_adopted_and_used(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _write_one_the_jvm_maps(monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A JVM claimed, wrote its archive whole and exited; the next start adopts it: (file, options)."""
     written = _written_path(class_archive_options("pipeline", OPTIONS))
     written.write_bytes(b"archive")
     _age(written, 10)
     monkeypatch.setattr(class_archive, "_accepted", lambda path: path == written)
-    options = class_archive_options("pipeline", OPTIONS)
+    return written, class_archive_options("pipeline", OPTIONS)
+
+
+def test_a_written_archive_the_jvm_maps_is_adopted_and_used(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written, options = _write_one_the_jvm_maps(monkeypatch)
     (archive,) = cache.glob("*.jsa")
     assert f"-XX:SharedArchiveFile={archive}" in options
     assert archive.read_bytes() == b"archive"
@@ -120,11 +125,7 @@ def test_a_long_lived_jvm_maps_the_archive_but_never_claims_its_writing(cache: P
 def test_archives_of_other_keys_unused_for_a_week_are_deleted_and_the_one_in_use_stays(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    written = _written_path(class_archive_options("pipeline", OPTIONS))
-    written.write_bytes(b"archive")
-    _age(written, 10)
-    monkeypatch.setattr(class_archive, "_accepted", lambda path: True)
-    class_archive_options("pipeline", OPTIONS)
+    _write_one_the_jvm_maps(monkeypatch)
     (archive,) = cache.glob("*.jsa")
     _age(archive, PRUNE_AFTER_S + 1)
     old_checkout = cache / "pipeline-0123456789abcdef.jsa"
