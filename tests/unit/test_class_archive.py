@@ -14,8 +14,11 @@ from offsetlake.local.class_archive import (
     CLAIM_TTL_S,
     DISABLE_ENV,
     PRUNE_AFTER_S,
+    WRITE_GRACE_S,
     class_archive_options,
+    exit_grace_s,
 )
+from offsetlake.local.processes import DEFAULT_GRACE_S
 
 OPTIONS = "-XX:TieredStopAtLevel=1"
 
@@ -52,19 +55,21 @@ def test_an_abandoned_claim_is_taken_over(cache: Path) -> None:
     assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
 
 
-def _write_one_the_jvm_maps(monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
-    """A JVM claimed, wrote its archive whole and exited; the next start adopts it: (file, options)."""
-    written = _written_path(class_archive_options("pipeline", OPTIONS))
+def _write_one_the_jvm_maps(monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str, str]:
+    """A JVM claimed, wrote its archive whole and exited; the next start adopts it: (the file, the
+    writer's options, the next JVM's options)."""
+    writing = class_archive_options("pipeline", OPTIONS)
+    written = _written_path(writing)
     written.write_bytes(b"archive")
     _age(written, 10)
     monkeypatch.setattr(class_archive, "_accepted", lambda path: path == written)
-    return written, class_archive_options("pipeline", OPTIONS)
+    return written, writing, class_archive_options("pipeline", OPTIONS)
 
 
 def test_a_written_archive_the_jvm_maps_is_adopted_and_used(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    written, options = _write_one_the_jvm_maps(monkeypatch)
+    written, _, options = _write_one_the_jvm_maps(monkeypatch)
     (archive,) = cache.glob("*.jsa")
     assert f"-XX:SharedArchiveFile={archive}" in options
     assert archive.read_bytes() == b"archive"
@@ -138,3 +143,11 @@ def test_archives_of_other_keys_unused_for_a_week_are_deleted_and_the_one_in_use
     assert archive.exists() and time.time() - archive.stat().st_mtime < 60  # mapped: marked as used
     assert not old_checkout.exists()
     assert recent.exists()
+
+
+def test_a_jvm_that_writes_the_archive_gets_time_to_exit(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, writing, mapping = _write_one_the_jvm_maps(monkeypatch)
+    assert exit_grace_s(f"{OPTIONS} {writing}") == WRITE_GRACE_S > DEFAULT_GRACE_S
+    assert exit_grace_s(f"{OPTIONS} {mapping}") == DEFAULT_GRACE_S

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Final, Literal
 
+from offsetlake.local.processes import DEFAULT_GRACE_S
+
 Purpose = Literal["pipeline", "server", "session"]
 """Each its own archive: their classpaths differ (``SPARK_TESTING`` adds directories to a cold
 update's), and the JVM maps an archive only under the classpath it was written with."""
@@ -73,9 +75,10 @@ def class_archive_options(purpose: Purpose, jvm_options: str, *, write: bool = T
     return f"-XX:ArchiveClassesAtExit={writing} {_QUIET}" if writing is not None else ""
 
 
-def writes_archive(java_options: str) -> bool:
-    """Whether a JVM started with ``java_options`` writes the archive at exit (give it time)."""
-    return "-XX:ArchiveClassesAtExit=" in java_options
+def exit_grace_s(java_options: str) -> float:
+    """How long a JVM started with ``java_options`` may take to exit before it is killed: longer
+    when it writes the archive then."""
+    return WRITE_GRACE_S if "-XX:ArchiveClassesAtExit=" in java_options else DEFAULT_GRACE_S
 
 
 def cache_dir() -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final
 
 from offsetlake.errors import ExternalError
-from offsetlake.local.class_archive import WRITE_GRACE_S, writes_archive
+from offsetlake.local.class_archive import exit_grace_s
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import check_home_free
 from offsetlake.local.pipeline_spec import LOCAL_MASTER, PIPELINE_NAME, spark_env
@@ -77,9 +77,7 @@ class WarmServer:
             "--conf", f"spark.connect.grpc.binding.port={self._port}",
         ]  # fmt: skip
         static_conf = jvm_start_conf(self.home.root, "server")
-        self._stop_grace_s = (
-            WRITE_GRACE_S if writes_archive(static_conf["spark.driver.extraJavaOptions"]) else DEFAULT_GRACE_S
-        )
+        self._stop_grace_s = exit_grace_s(static_conf["spark.driver.extraJavaOptions"])
         for key, value in static_conf.items():
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")

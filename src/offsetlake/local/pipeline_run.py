@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from offsetlake.errors import InvalidValueError
-from offsetlake.local.class_archive import WRITE_GRACE_S, writes_archive
+from offsetlake.local.class_archive import exit_grace_s
 from offsetlake.local.connect_server import ConnectServerError, WarmServer
 from offsetlake.local.gold_guard import GUARDED_TABLES, GoldGuard
 from offsetlake.local.home import LocalHome
@@ -177,8 +177,7 @@ def _run_update(
     grace_s = DEFAULT_GRACE_S
     if server is None:
         static_conf = jvm_start_conf(home.root, "pipeline")
-        if writes_archive(static_conf["spark.driver.extraJavaOptions"]):
-            grace_s = WRITE_GRACE_S  # its JVM writes the class-data archive once it has exited
+        grace_s = exit_grace_s(static_conf["spark.driver.extraJavaOptions"])
         env = {
             **spark_env(home, kafka_properties),
             **remote_init_env(static_conf),
