@@ -83,9 +83,9 @@ def remote_init_env(static_conf: Mapping[str, str]) -> dict[str, str]:
 
     ``spark-pipelines`` with ``SPARK_REMOTE=local`` starts the server's JVM from the client
     (pyspark.sql.connect.session._start_connect_server), which passes the settings of
-    ``PYSPARK_REMOTE_INIT_CONF_0`` (what ``pyspark --remote local --conf`` uses, PySpark 3.4-4.2)
-    as ``--conf``; the spec's ``configuration`` would not do, being applied per flow as runtime
-    SQL conf, where static settings fail with CANNOT_MODIFY_CONFIG.
+    ``PYSPARK_REMOTE_INIT_CONF_0`` (what ``pyspark --remote local --conf`` uses; read there in
+    PySpark 4.0 and 4.2 alike) as ``--conf``; the spec's ``configuration`` would not do, being
+    applied per flow as runtime SQL conf, where static settings fail with CANNOT_MODIFY_CONFIG.
     """
     return {"PYSPARK_REMOTE_INIT_CONF_LEN": "1", "PYSPARK_REMOTE_INIT_CONF_0": json.dumps(dict(static_conf))}
 

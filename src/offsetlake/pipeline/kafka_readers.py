@@ -34,8 +34,8 @@ def pipeline_settings(spark: SparkSession) -> PipelineSettings:
 
     Read in one call (``getAll``): every transformation file reads them at import, and one
     ``spark.conf.get`` per key is a server round trip each under Spark Connect (28 files × 26 keys).
-    A session whose ``getAll`` lacks the one required key is read key by key, as before, so a
-    runtime that lists only some settings there reads the rest all the same.
+    A session whose ``getAll`` lacks the one required key (a runtime that lists only Spark's own
+    settings there) is read key by key, as before.
     """
     every = spark.conf.getAll
     if TARGET_BOOTSTRAP in every:
