@@ -7,12 +7,15 @@ started per session on free ports. Spark starts only if a test asks for ``spark`
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import itertools
 import os
 import re
+import shutil
 import signal
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +28,7 @@ from hypothesis import settings
 from offsetlake.local.class_archive import class_archive_options
 from offsetlake.local.home import HOME_ENV
 from offsetlake.local.spark import LOCAL_JVM_OPTIONS
+from offsetlake.local.worker_python import worker_python
 from tests.kafka_helpers import ClustersUnderTest
 
 if TYPE_CHECKING:
@@ -47,8 +51,11 @@ settings.load_profile("offsetlake")
 # "python3", which cannot import offsetlake), not from spark.pyspark.python. Set for the whole
 # session, not only by the `spark` fixture: a test that runs the CLI in-process starts the local
 # Spark session (offsetlake.local.spark), and the fixture's getOrCreate() returns that session when
-# it is still running.
-os.environ["PYSPARK_PYTHON"] = sys.executable
+# it is still running. Through the local runtime's launcher (offsetlake/local/worker_python.py), as
+# in a pipeline update: the workers import PySpark with its bytecode cached, not from Spark's zip.
+_WORKER_PYTHON_DIR = Path(tempfile.mkdtemp(prefix="offsetlake-worker-python-"))
+atexit.register(shutil.rmtree, _WORKER_PYTHON_DIR, ignore_errors=True)
+os.environ["PYSPARK_PYTHON"] = str(worker_python(_WORKER_PYTHON_DIR))
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +122,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.pyspark.python", sys.executable)
+        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
         .config("spark.pyspark.driver.python", sys.executable)
         # The local JVM options and the class-data archive when there is one; a JVM living for the
         # whole run never writes it (it would hold the claim, local/class_archive.py).

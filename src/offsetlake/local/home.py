@@ -67,6 +67,11 @@ class LocalHome:
         """Derby's own lock file: held (POSIX lock) by the one JVM that has the metastore open."""
         return self.metastore / "dbex.lck"
 
+    @property
+    def bin_dir(self) -> Path:
+        """Executables the local runtime writes: Spark's Python-worker launcher (local/worker_python.py)."""
+        return self.root / "bin"
+
     # the pipeline's storage, spec, logs and locks
     @property
     def pipeline_dir(self) -> Path:

@@ -22,6 +22,7 @@ import yaml
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import PROPERTIES_ENV
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
+from offsetlake.local.worker_python import worker_python
 from offsetlake.pipeline.settings import PipelineSettings
 
 TRANSFORMATIONS_DIR: Final = Path(__file__).resolve().parents[1] / "pipeline" / "transformations"
@@ -59,7 +60,8 @@ def write_spec(
 
 def spark_env(home: LocalHome, kafka_properties: Path | None) -> dict[str, str]:
     """The environment every process that runs Spark for ``home`` starts with (Python workers
-    included: they read the Kafka properties path from it).
+    included: they read the Kafka properties path from it, and start through
+    local/worker_python.py's launcher, which imports PySpark with its bytecode cached).
 
     No ``SPARK_CONF_DIR``: static settings reach a local JVM as ``--conf`` (remote_init_env,
     WarmServer), so none reads a user's spark-defaults.conf, and every local JVM has the same
@@ -67,7 +69,7 @@ def spark_env(home: LocalHome, kafka_properties: Path | None) -> dict[str, str]:
     """
     env = {
         **os.environ,
-        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_PYTHON": str(worker_python(home.bin_dir)),
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         # Progress lines reach ``echo`` (and the log's reader) as they are printed, not in 8 KiB blocks.
         "PYTHONUNBUFFERED": "1",
