@@ -19,7 +19,9 @@ def _run(launcher: Path, pythonpath: str | None, *args: str) -> tuple[str | None
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([str(launcher), "-c", _SHOW, *args], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(launcher), "-c", _SHOW, *args], env=env, capture_output=True, text=True, check=True
+    )
     seen, argv = json.loads(out.stdout)
     return seen, argv
 
