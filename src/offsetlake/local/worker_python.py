@@ -17,14 +17,16 @@ it drops exactly those entries and execs this interpreter. Only the local runtim
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Final
 
-SPARK_ARCHIVES: Final = ("*/python/lib/pyspark.zip", "*/python/lib/py4j-*-src.zip", "*/spark-core_*.jar")
-"""The ``PYTHONPATH`` entries Spark adds for its workers that this interpreter's packages replace."""
+SPARK_ARCHIVES: Final = ("python/lib/pyspark.zip", "python/lib/py4j-*-src.zip", "jars/spark-core_*.jar")
+"""The ``PYTHONPATH`` entries Spark adds for its workers (under its ``SPARK_HOME``) that the
+installed PySpark replaces; shell patterns relative to that PySpark's directory."""
 
 _SCRIPT: Final = """#!/bin/sh
 # Written by offsetlake (offsetlake/local/worker_python.py): Spark's Python workers import PySpark
@@ -44,14 +46,20 @@ exec {python} "$@"
 """
 
 
-def worker_python(directory: Path, python: str = sys.executable) -> Path:
+def worker_python(directory: Path, python: str = sys.executable, pyspark_dir: Path | None = None) -> Path:
     """The launcher for ``python`` in ``directory``, written there unless it already is.
 
-    Named by the interpreter it runs, so processes of two environments sharing a directory never
-    run each other's; replaced atomically, so a worker never starts a half-written script.
+    Only the archives of ``pyspark_dir`` (the PySpark installed for this interpreter, Spark's home
+    locally) are dropped: a JVM started from another ``SPARK_HOME`` keeps its own PySpark for its
+    workers. Named by both, so processes of two environments sharing a directory never run each
+    other's; replaced atomically, so a worker never starts a half-written script.
     """
-    script = _SCRIPT.format(patterns="|".join(SPARK_ARCHIVES), python=shlex.quote(python))
-    digest = hashlib.sha256(python.encode()).hexdigest()[:12]
+    home = pyspark_dir or installed_pyspark()
+    # As found and resolved: pyspark's find_spark_home takes the real path of its own directory.
+    homes = dict.fromkeys([str(home), str(home.resolve())])
+    patterns = "|".join(f"{shlex.quote(each)}/{archive}" for each in homes for archive in SPARK_ARCHIVES)
+    script = _SCRIPT.format(patterns=patterns, python=shlex.quote(python))
+    digest = hashlib.sha256(f"{python}\0{home}".encode()).hexdigest()[:12]
     launcher = directory / f"spark-worker-python-{digest}"
     try:
         if launcher.read_text() == script and os.access(launcher, os.X_OK):
@@ -64,3 +72,12 @@ def worker_python(directory: Path, python: str = sys.executable) -> Path:
     partial.chmod(0o755)
     os.replace(partial, launcher)
     return launcher
+
+
+def installed_pyspark() -> Path:
+    """The directory of the PySpark this interpreter imports (``SPARK_HOME`` of a pip install),
+    found without importing it."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("pyspark is not installed for this interpreter")
+    return Path(next(iter(spec.submodule_search_locations)))
