@@ -52,7 +52,9 @@ start=$(date +%s)
 echo "bootstrap: creating $VENV with $PYTHON and installing pinned dependencies..."
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip==25.3
+# --no-compile: Python writes the bytecode of what is imported at its first import; compiling every
+# installed file up front doubled the install's CPU (measured: 41 -> 20 s of user CPU, 48 -> 25 s).
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-  -c constraints.txt -e '.[local,dev]'
+  --no-compile -c constraints.txt -e '.[local,dev]'
 hash_inputs > "$STAMP"
 echo "bootstrap: ready in $(( $(date +%s) - start ))s ($VENV)."

