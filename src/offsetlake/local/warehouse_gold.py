@@ -43,12 +43,11 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from offsetlake.apply import audit
 from offsetlake.apply.audit import AUDIT_TABLE, LastApplied, Mode, Stage
@@ -90,11 +89,13 @@ from offsetlake.pipeline.tables import (
     OFFSET_HISTORY,
 )
 
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
 SINK_LOG: Final = "_spark_metadata"
 """Where Spark's file sink commits a streaming table's files, in the table's directory."""
 _SINK_LOG_VERSION: Final = "v1"
 _SINK_LOG_BATCH: Final = re.compile(r"(\d+)(\.compact)?")
-_FORMAT: Final = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
 _T = TypeVar("_T")
 _LAST: Final = pc.ScalarAggregateOptions(skip_nulls=False)
 """The last row's value even when NULL: Spark's max_by(value, ordering) takes the row, not a value."""
@@ -336,7 +337,7 @@ def open_table(path: Path) -> ds.Dataset | None:
         return None
     if (path / SINK_LOG).is_dir():
         return open_files(committed_files(path / SINK_LOG))
-    return _utc(ds.dataset(path, format=_FORMAT))
+    return _utc(_dataset(path))
 
 
 class SinkLogError(ValueError):
@@ -410,7 +411,7 @@ def _local_path(uri: str, batch: Path) -> Path:
 
 def open_files(paths: Sequence[Path]) -> ds.Dataset | None:
     """Like :func:`open_table`, for a list of Parquet files."""
-    return _utc(ds.dataset([str(path) for path in paths], format=_FORMAT)) if paths else None
+    return _utc(_dataset([str(path) for path in paths])) if paths else None
 
 
 def _utc(dataset: ds.Dataset) -> ds.Dataset | None:
@@ -424,7 +425,17 @@ def _utc(dataset: ds.Dataset) -> ds.Dataset | None:
     )
     # A dataset of its own over the same files: fragments are cast to it as they are read (a
     # dataset's schema can only be replaced by one of the same types).
-    return ds.dataset(dataset.files, schema=unified, format=_FORMAT, filesystem=dataset.filesystem)
+    return _dataset(dataset.files, schema=unified, filesystem=dataset.filesystem)
+
+
+def _dataset(source: str | Path | list[str], **options: Any) -> ds.Dataset:
+    """Parquet files as a dataset, INT96 timestamps read as microseconds. pyarrow.dataset is imported
+    here, at the first read: it loads pandas (~0.5 s of a command's start), which a command refused
+    on its flags never needs."""
+    import pyarrow.dataset as ds
+
+    parquet = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+    return ds.dataset(source, format=parquet, **options)
 
 
 def _guarded(name: str, read: Callable[[], _T]) -> _T:
