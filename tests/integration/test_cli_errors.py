@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -125,7 +124,7 @@ def _offsetlake(*argv: str, home: Path, timeout: float = 120) -> subprocess.Comp
     )
 
 
-@contextmanager
+@contextlib.contextmanager
 def _listener() -> Iterator[socket.socket]:
     """A loopback port that takes connections (the kernel completes them) and never answers."""
     with socket.socket() as listening:
