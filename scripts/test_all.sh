@@ -16,12 +16,14 @@ cd "$(dirname "$0")/.."
 VENV=${OFFSETLAKE_VENV:-.venv}
 PY=$VENV/bin/python
 WORKERS=${OFFSETLAKE_TEST_WORKERS:-2}
+# A module per worker; tests/conftest.py hands out modules at the last moment under loadfile.
+XDIST=(-n "$WORKERS" --dist loadfile)
 export OFFSETLAKE_VENV=$VENV
 
 covered() {
   PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}" \
     SPARK_SUBMIT_OPTS="-Dspark.python.daemon.module=spark_coverage_daemon ${SPARK_SUBMIT_OPTS:-}" \
-    "$PY" -m coverage run -m pytest -n "$WORKERS" --dist loadfile --durations=15 "$@"
+    "$PY" -m coverage run -m pytest "${XDIST[@]}" --durations=15 "$@"
 }
 
 "$VENV/bin/ruff" check .
@@ -52,4 +54,4 @@ cat "$compat_log"
 [ "$compat_status" -eq 0 ] || exit "$compat_status"
 
 scripts/coverage_report.sh
-"$PY" -m pytest -n "$WORKERS" --dist loadfile --durations=15 tests/e2e
+"$PY" -m pytest "${XDIST[@]}" --durations=15 tests/e2e

@@ -6,7 +6,7 @@ A module's last two tests can be minutes (tests/e2e/test_pipeline.py ends with t
 updates), so the worker running the longest module took more work while the other had none left
 and sat idle at the end of the layer. A worker cannot start its last test until it holds the next
 one (pytest runs a test knowing the test after it, for teardown) or is told to stop, so one left is
-the latest moment to hand it more; modules still go out largest first (xdist's reordering).
+the latest moment to hand it more; modules still go out most tests first (xdist's reordering).
 """
 
 from __future__ import annotations
