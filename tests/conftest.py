@@ -20,14 +20,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import pytest
 from hypothesis import settings
 
 from offsetlake.local.class_archive import class_archive_options
 from offsetlake.local.home import HOME_ENV
-from offsetlake.local.spark import LOCAL_JVM_OPTIONS
+from offsetlake.local.spark import LOCAL_JVM_OPTIONS, LOCAL_SQL_CONF
 from offsetlake.local.worker_python import worker_python
 from tests.kafka_helpers import ClustersUnderTest
 
@@ -121,6 +121,26 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
     return make
 
 
+INTERPRETED: Final = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+"""The tests' session evaluates expressions without generating code: on their small inputs compiling
+costs more than it saves (five integration modules 217 -> 191 s, issue 36) and results are the same.
+The pipeline scenarios (tests/e2e) run the local runtime's own settings; tests about the generated
+code itself ask for it with ``generated_code``."""
+GENERATED: Final = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+
+
+@pytest.fixture
+def generated_code(spark: SparkSession) -> Iterator[None]:
+    """Spark's default code generation for one test: whole-stage code, generated projections."""
+    for key, value in GENERATED.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in INTERPRETED.items():
+            spark.conf.set(key, value)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """A lean local Spark session; Python workers use this interpreter so they can import offsetlake."""
@@ -134,6 +154,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(warehouse))
+        .config(map=LOCAL_SQL_CONF | INTERPRETED)
         .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
         .config("spark.pyspark.driver.python", sys.executable)
         # The local JVM options and the class-data archive when there is one; a JVM living for the

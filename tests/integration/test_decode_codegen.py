@@ -20,7 +20,7 @@ from offsetlake.pipeline.decoding.mm2_spark import decode_checkpoints, decode_of
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("generated_code")]
 
 HUGE_METHOD_BYTES = 8000
 

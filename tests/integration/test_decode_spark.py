@@ -28,7 +28,7 @@ from tests.fixture_records import FixtureRecord, load_fixture_records
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("generated_code")]
 
 
 def _connect_offset_codec(key: bytes | None, value: bytes | None) -> dict[str, Any]:

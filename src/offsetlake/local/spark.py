@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from offsetlake.local.class_archive import Purpose, class_archive_options
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome, local_home
@@ -35,6 +35,14 @@ LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 # pipeline run ("CodeCache is full. Compiler has been disabled", then method-handle linking fails
 # and the DAG scheduler dies: measured in the demo); the tiered default size is kept.
 LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
+
+# Spark keeps 100 compiled classes of generated code; a pipeline update generates a few hundred
+# (every projection, predicate and ordering of every flow, again at each micro-batch's planning), so
+# classes were evicted and compiled anew (Janino, then C1). Measured (2 cores, medians of 3, issue
+# 36's sixth session in benchmarks/README.md): a demo-sized update 68.0 -> 64.0 s, its JVM 75.7 ->
+# 72.5 s of CPU. Interpreting instead of compiling (``spark.sql.codegen.factoryMode``) saved more
+# there but made 1,000,000 checkpoints 36% slower, so it is left to the tests' own session.
+LOCAL_SQL_CONF: Final = {"spark.sql.codegen.cache.maxEntries": "5000"}
 
 
 # No setting here widens the window a Python data source's worker has to connect back to the
@@ -58,6 +66,7 @@ def local_spark_conf(home: Path | None = None) -> dict[str, str]:
             f"-Dderby.system.home={layout.root} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} "
             + LOCAL_JVM_OPTIONS
         ),
+        **LOCAL_SQL_CONF,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",
