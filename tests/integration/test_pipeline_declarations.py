@@ -28,6 +28,7 @@ from offsetlake.local.gold_guard import GUARDED_TABLES
 from offsetlake.local.pipeline_spec import TRANSFORMATIONS_DIR
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
+from offsetlake.pipeline.generated_code import FACTORY_MODE, INTERPRETED
 from offsetlake.pipeline.refresh_selection import declared_tables
 from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
 from offsetlake.pipeline.tables import (
@@ -36,6 +37,7 @@ from offsetlake.pipeline.tables import (
     FAILOVER_DATA_LOSS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    OFFSET_VERSIONS,
     OFFSET_VERSIONS_AUTO_CDC,
     SILVER_GROUP_OFFSETS,
 )
@@ -315,3 +317,32 @@ def test_the_gold_guard_keeps_every_materialized_view_of_the_local_graph(
     views = {name for name, (kind, _) in engine.datasets.items() if kind == "materialized_view"}
     assert set(GUARDED_TABLES) == views
     assert {spec.name for spec in ALL_TABLES if spec.kind == "materialized_view"} == views
+
+
+EVERY_RECORD_FLOWS = {
+    "decoded_checkpoints",
+    "decoded_offset_syncs",
+    "decoded_mappings",
+    "decoded_connect_offsets",
+    OFFSET_VERSIONS.name,
+    LATEST_OFFSETS.name,
+    OFFSET_HISTORY.name,
+}
+
+
+def test_where_the_pipeline_interprets_only_the_flows_over_every_record_generate_code(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local spec interprets expressions (pipeline/generated_code.py); the decode and gold's
+    window steps ask for generated code back. Where the pipeline generates code, no flow asks."""
+    for mode, expected in (("NO_CODEGEN", EVERY_RECORD_FLOWS), ("FALLBACK", set())):
+        spark.conf.set(FACTORY_MODE, mode)
+        try:
+            engine = declarations(spark, monkeypatch, _settings())
+        finally:
+            spark.conf.set(FACTORY_MODE, INTERPRETED[FACTORY_MODE])  # the tests' session's own
+        asking = {
+            name: args["spark_conf"] for name, (_, args) in engine.datasets.items() if args.get("spark_conf")
+        }
+        assert set(asking) == expected, mode
+        assert all(conf == {FACTORY_MODE: "FALLBACK"} for conf in asking.values()), asking

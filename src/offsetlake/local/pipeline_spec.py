@@ -23,6 +23,7 @@ from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import PROPERTIES_ENV
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
 from offsetlake.local.worker_python import worker_python
+from offsetlake.pipeline.generated_code import INTERPRETED
 from offsetlake.pipeline.settings import PipelineSettings
 
 TRANSFORMATIONS_DIR: Final = Path(__file__).resolve().parents[1] / "pipeline" / "transformations"
@@ -39,7 +40,8 @@ MAX_FLOW_RETRIES: Final = 5
 def write_spec(
     home: LocalHome, settings: PipelineSettings, spark_conf: Mapping[str, str] | None = None
 ) -> Path:
-    """The spec: libraries, schema, storage and the runtime configuration (offsetlake.* keys)."""
+    """The spec: libraries, schema, storage and the runtime configuration (offsetlake.* keys; flows
+    interpreted but those over every record, pipeline/generated_code.py)."""
     home.pipeline_dir.mkdir(parents=True, exist_ok=True)
     libraries = os.path.relpath(TRANSFORMATIONS_DIR, home.pipeline_dir)
     spec = {
@@ -49,6 +51,7 @@ def write_spec(
         "database": LOCAL_SCHEMA,
         "configuration": {
             MAX_FLOW_RETRIES_CONF: str(MAX_FLOW_RETRIES),
+            **INTERPRETED,
             **(spark_conf or {}),
             **settings.to_conf(),
         },

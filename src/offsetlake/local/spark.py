@@ -40,8 +40,7 @@ LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCa
 # (every projection, predicate and ordering of every flow, again at each micro-batch's planning), so
 # classes were evicted and compiled anew (Janino, then C1). Measured (2 cores, medians of 3, issue
 # 36's sixth session in benchmarks/README.md): a demo-sized update 68.0 -> 64.0 s, its JVM 75.7 ->
-# 72.5 s of CPU. Interpreting instead of compiling (``spark.sql.codegen.factoryMode``) saved more
-# there but made 1,000,000 checkpoints 36% slower, so it is left to the tests' own session.
+# 72.5 s of CPU. The pipeline also interprets most flows' expressions (pipeline/generated_code.py).
 LOCAL_SQL_CONF: Final = {"spark.sql.codegen.cache.maxEntries": "5000"}
 
 

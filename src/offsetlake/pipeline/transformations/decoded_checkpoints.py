@@ -8,12 +8,18 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsetlake.pipeline.decoding import inputs
 from offsetlake.pipeline.decoding.inputs import decode_result
+from offsetlake.pipeline.generated_code import every_record_conf
 
 spark = SparkSession.builder.getOrCreate()
 
 source = inputs.CHECKPOINTS
 
 
-@dp.table(name=source.decoded.name, comment=source.decoded.comment, schema=source.decoded.schema_ddl)
+@dp.table(
+    name=source.decoded.name,
+    comment=source.decoded.comment,
+    schema=source.decoded.schema_ddl,
+    spark_conf=every_record_conf(spark.conf.getAll),
+)
 def decoded_checkpoints() -> DataFrame:
     return decode_result(spark.readStream.table(source.bronze.name), source)

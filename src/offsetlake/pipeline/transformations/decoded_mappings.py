@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsetlake.pipeline.decoding import inputs
 from offsetlake.pipeline.decoding.inputs import decode_result
+from offsetlake.pipeline.generated_code import every_record_conf
 from offsetlake.pipeline.kafka_readers import pipeline_settings
 
 spark = SparkSession.builder.getOrCreate()
@@ -17,6 +18,11 @@ settings = pipeline_settings(spark)
 if settings.mappings_topics:
     source = inputs.mappings(settings.mappings_format, settings.mapping_topic_sources)
 
-    @dp.table(name=source.decoded.name, comment=source.decoded.comment, schema=source.decoded.schema_ddl)
+    @dp.table(
+        name=source.decoded.name,
+        comment=source.decoded.comment,
+        schema=source.decoded.schema_ddl,
+        spark_conf=every_record_conf(spark.conf.getAll),
+    )
     def decoded_mappings() -> DataFrame:
         return decode_result(spark.readStream.table(source.bronze.name), source)

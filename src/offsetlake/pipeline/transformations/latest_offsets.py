@@ -7,6 +7,7 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.pipeline.generated_code import every_record_conf
 from offsetlake.pipeline.history import latest_offsets
 from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_VERSIONS
@@ -20,6 +21,7 @@ settings = pipeline_settings(spark)
     comment=LATEST_OFFSETS.comment,
     schema=LATEST_OFFSETS.schema_ddl,
     cluster_by=settings.apply_cluster_by,
+    spark_conf=every_record_conf(spark.conf.getAll),
 )
 def latest_offsets_view() -> DataFrame:
     return latest_offsets(spark.read.table(OFFSET_VERSIONS.name), settings.method_precedence)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.pipeline.generated_code import every_record_conf
 from offsetlake.pipeline.history import offset_versions, versions_by_auto_cdc
 from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.tables import OFFSET_VERSIONS, TRANSLATION_OBSERVATIONS
@@ -29,7 +30,10 @@ if settings.gold_incremental == "auto_cdc":
 else:
 
     @dp.materialized_view(
-        name=OFFSET_VERSIONS.name, comment=OFFSET_VERSIONS.comment, schema=OFFSET_VERSIONS.schema_ddl
+        name=OFFSET_VERSIONS.name,
+        comment=OFFSET_VERSIONS.comment,
+        schema=OFFSET_VERSIONS.schema_ddl,
+        spark_conf=every_record_conf(spark.conf.getAll),
     )
     def offset_versions_view() -> DataFrame:
         return offset_versions(spark.read.table(TRANSLATION_OBSERVATIONS.name))
