@@ -29,6 +29,8 @@ from offsetlake.local.class_archive import class_archive_options
 from offsetlake.local.home import HOME_ENV
 from offsetlake.local.spark import LOCAL_JVM_OPTIONS, LOCAL_SQL_CONF
 from offsetlake.local.worker_python import worker_python
+from offsetlake.pipeline.generated_code import FACTORY_MODE
+from offsetlake.pipeline.generated_code import INTERPRETED as PIPELINE_INTERPRETED
 from tests.kafka_helpers import ClustersUnderTest
 
 if TYPE_CHECKING:
@@ -121,12 +123,14 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
     return make
 
 
-INTERPRETED: Final = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+WHOLE_STAGE: Final = "spark.sql.codegen.wholeStage"
+INTERPRETED: Final = {WHOLE_STAGE: "false", **PIPELINE_INTERPRETED}
 """The tests' session evaluates expressions without generating code: on their small inputs compiling
 costs more than it saves (five integration modules 217 -> 191 s, issue 36) and results are the same.
 The pipeline scenarios (tests/e2e) run the local runtime's own settings; tests about the generated
 code itself ask for it with ``generated_code``."""
-GENERATED: Final = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+GENERATED: Final = {WHOLE_STAGE: "true", FACTORY_MODE: "FALLBACK"}
+"""Spark's defaults."""
 
 
 @pytest.fixture
