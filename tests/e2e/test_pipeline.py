@@ -33,7 +33,8 @@ from offsetlake.codecs.connect import ConnectOffset, encode_connect_offset
 from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
-from offsetlake.local.home import HOME_ENV
+from offsetlake.local.backlog import flow_checkpoint, stream_position, target_backlog
+from offsetlake.local.home import HOME_ENV, LocalHome
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
@@ -289,6 +290,21 @@ def test_bronze_keeps_every_record_with_coordinates_and_alias(scenario: Scenario
     assert len([r for r in syncs if r["source_cluster"] == "west"]) == 2
     assert len(scenario.tables["bronze_mappings"]) == 2 + len(load_fixture_records("k2k_mapping"))
     assert len(scenario.tables["bronze_connect_offsets"]) == 4 + len(load_fixture_records("connect_offset"))
+
+
+def test_the_backlog_estimate_starts_where_the_bronze_stream_stands(scenario: Scenario) -> None:
+    """The estimate that chooses an update's JIT (local/backlog.py) reads the engine's own
+    checkpoint: after the update nothing is left to read; a full refresh would read every checkpoint
+    record bronze holds; the stream stands one past the newest offset bronze landed per partition."""
+    home, config = LocalHome(scenario.home), {"bootstrap.servers": scenario.target_bootstrap}
+    bronze = scenario.tables["bronze_checkpoints"]
+    assert target_backlog(scenario.settings, home, config, full_refresh=False) == 0
+    assert target_backlog(scenario.settings, home, config, full_refresh=True) == len(bronze)
+    newest: dict[tuple[str, int], int] = {}
+    for row in bronze:
+        key = (row["topic"], row["partition"])
+        newest[key] = max(newest.get(key, -1), row["offset"] + 1)
+    assert stream_position(flow_checkpoint(home, "bronze_checkpoints")) == newest
 
 
 def test_every_malformed_fixture_is_quarantined_with_its_reason_and_bytes(scenario: Scenario) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import pytest
 
+from offsetlake.local.jit import JIT_ENV, Jit
+
 # tests/conftest.py's fixtures that start a Spark session or the Kafka cluster pair.
 FORBIDDEN_IN_UNIT = ("spark", "kafka_clusters", "source_bootstrap", "target_bootstrap")
 
@@ -26,3 +28,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             "brokers; move the test to tests/integration (or tests/harness, tests/e2e)",
             pytrace=False,
         )
+
+
+@pytest.fixture(autouse=True)
+def _no_backlog_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An update's JIT is chosen by asking the target how much it holds (local/jit.py); unit tests
+    that run an update against a stand-in engine have no target to ask, so the choice is fixed."""
+    monkeypatch.setenv(JIT_ENV, Jit.QUICK.value)

@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from offsetlake.errors import InvalidValueError
+from offsetlake.kafka.secrets import kafka_options_from_properties, target_client_config
+from offsetlake.local.backlog import target_backlog
 from offsetlake.local.class_archive import exit_grace_s
 from offsetlake.local.connect_server import ConnectServerError, WarmServer
 from offsetlake.local.gold_guard import GUARDED_TABLES, GoldGuard
 from offsetlake.local.home import LocalHome
+from offsetlake.local.jit import JitChoice, choose_jit
 from offsetlake.local.locks import HomeInUseError, check_home_free, pipeline_run_lock
 from offsetlake.local.pipeline_spec import (
     LOCAL_MASTER,
@@ -98,7 +101,9 @@ def run_pipeline(
     left and gold holds at least what it held before (local/gold_guard.py). A home another
     process is using is refused before anything is touched (local/locks.py).
 
-    With ``server`` (a started WarmServer of the same home and Kafka properties) the update runs
+    Without ``server`` the update starts its own Spark, with C2 as well as C1 when it is about to
+    read a large backlog from the target (local/jit.py; ``echo`` gets the choice first). With
+    ``server`` (a started WarmServer of the same home and Kafka properties) the update runs
     on it instead of starting its own Spark; ``spark_conf`` then only holds runtime settings. A
     failed update stops that server before gold is settled: its flows may still be running.
 
@@ -147,6 +152,19 @@ def _await_metastore_released(home: Path, timeout_s: float = 20.0) -> None:
             time.sleep(0.2)
 
 
+def _choose_jit(
+    settings: PipelineSettings, home: LocalHome, kafka_properties: Path | None, *, full_refresh: bool
+) -> JitChoice:
+    """C2 as well for an update about to read a large backlog from the target (local/jit.py)."""
+
+    def backlog() -> int | None:
+        options = kafka_options_from_properties(kafka_properties) if kafka_properties is not None else {}
+        config = target_client_config(settings.target_bootstrap_servers, options)
+        return target_backlog(settings, home, config, full_refresh=full_refresh)
+
+    return choose_jit(backlog)
+
+
 def _check_server(server: WarmServer, home: LocalHome, kafka_properties: Path | None) -> None:
     if server.home != home:
         raise InvalidValueError(f"the warm Spark Connect server serves {server.home.root}, not {home.root}")
@@ -176,7 +194,10 @@ def _run_update(
     log_path = home.last_run_log
     grace_s = DEFAULT_GRACE_S
     if server is None:
-        static_conf = jvm_start_conf(home.root, "pipeline")
+        jit = _choose_jit(settings, home, kafka_properties, full_refresh=full_refresh)
+        if echo is not None:
+            echo(jit.describe())
+        static_conf = jvm_start_conf(home.root, "pipeline", jit.jit)
         grace_s = exit_grace_s(static_conf["spark.driver.extraJavaOptions"])
         env = {
             **spark_env(home, kafka_properties),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 from offsetlake.local.class_archive import Purpose, class_archive_options
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome, local_home
+from offsetlake.local.jit import Jit
 from offsetlake.local.locks import check_home_free
 
 if TYPE_CHECKING:
@@ -30,11 +31,9 @@ LOG4J2_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
 # Local Spark processes live for seconds to minutes on small data: the JIT's optimising tier and a
 # parallel collector cost more CPU than they save. Measured on the loaded 2-core machine: a short
 # session (start, a small aggregation, a table write) 40 s -> 25 s (median of 3); a pipeline update
-# over 100,000 checkpoints 223 s -> 161 s (start-up 97 s -> 50 s). Only local processes use this.
-# Without tiered compilation the JVM reserves 48 MB of code cache, which C1 fills in a long
-# pipeline run ("CodeCache is full. Compiler has been disabled", then method-handle linking fails
-# and the DAG scheduler dies: measured in the demo); the tiered default size is kept.
-LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
+# over 100,000 checkpoints 223 s -> 161 s (start-up 97 s -> 50 s). Only local processes use this;
+# a pipeline update with a large backlog runs C2 as well (local/jit.py).
+LOCAL_JVM_OPTIONS: Final = Jit.QUICK.jvm_options
 
 # Spark keeps 100 compiled classes of generated code; a pipeline update generates a few hundred
 # (every projection, predicate and ordering of every flow, again at each micro-batch's planning), so
@@ -52,8 +51,8 @@ LOCAL_SQL_CONF: Final = {"spark.sql.codegen.cache.maxEntries": "5000"}
 # spark.python.authenticate.socketTimeout is the worker's own connect timeout, 15 s, after the
 # listener is gone). A failed flow is retried by the pipeline engine instead
 # (spark.sql.pipelines.maxFlowRetryAttempts, set in pipeline_spec.write_spec).
-def local_spark_conf(home: Path | None = None) -> dict[str, str]:
-    """Static Spark settings every local process must share to see the same tables."""
+def local_spark_conf(home: Path | None = None, jit: Jit = Jit.QUICK) -> dict[str, str]:
+    """Static Spark settings every local process must share to see the same tables (the JIT aside)."""
     layout = LocalHome(home or local_home())
     return {
         "spark.sql.catalogImplementation": "hive",
@@ -63,7 +62,7 @@ def local_spark_conf(home: Path | None = None) -> dict[str, str]:
         ),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={layout.root} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} "
-            + LOCAL_JVM_OPTIONS
+            + jit.jvm_options
         ),
         **LOCAL_SQL_CONF,
         "spark.sql.session.timeZone": "UTC",
@@ -73,11 +72,14 @@ def local_spark_conf(home: Path | None = None) -> dict[str, str]:
     }
 
 
-def jvm_start_conf(home: Path, purpose: Purpose) -> dict[str, str]:
+def jvm_start_conf(home: Path, purpose: Purpose, jit: Jit = Jit.QUICK) -> dict[str, str]:
     """``local_spark_conf`` for a JVM about to start, with the class-data archive's options
-    (local/class_archive.py). Call once per JVM started: the call may claim the archive's writing."""
-    conf = local_spark_conf(home)
-    archive = class_archive_options(purpose, LOCAL_JVM_OPTIONS)
+    (local/class_archive.py: one archive per JIT choice). Call once per JVM started: the call may
+    claim the archive's writing."""
+    conf = local_spark_conf(home, jit)
+    # An update with C2 is rare (a large backlog): it maps that archive when one exists, but does not
+    # spend its exit writing ~200 MB for the next one.
+    archive = class_archive_options(purpose, jit.jvm_options, write=jit is Jit.QUICK)
     if archive:
         conf["spark.driver.extraJavaOptions"] += f" {archive}"
     return conf
