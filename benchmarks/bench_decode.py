@@ -14,10 +14,12 @@ whether any Python evaluation (BatchEvalPython, ArrowEvalPython) or higher-order
 (``transform`` and friends, which fall back to interpreted evaluation) is in it, and the bytecode
 size of the largest generated method: over HUGE_METHOD_BYTES the JVM never compiles it, and every
 row of the stage runs in the bytecode interpreter. ``--conf`` sets Spark SQL settings for the
-rounds (to compare, e.g., ``spark.sql.codegen.hugeMethodLimit=8000``).
+rounds (to compare, e.g., ``spark.sql.codegen.hugeMethodLimit=8000``). ``--jit optimising``
+starts the session with C2 as well, as a pipeline update over a large backlog does
+(offsetlake.local.jit); the default is the local sessions' C1 alone.
 
 Usage: .venv/bin/python benchmarks/bench_decode.py [--records 1000000] [--rounds 3]
-       [--kinds checkpoint,offset_sync] [--show-plan] [--conf KEY=VALUE ...]
+       [--kinds checkpoint,offset_sync] [--show-plan] [--conf KEY=VALUE ...] [--jit optimising]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
+from offsetlake.local.jit import Jit
 from offsetlake.local.spark import get_local_spark, stop_local_spark
 from offsetlake.pipeline.decoding import inputs
 from offsetlake.pipeline.decoding.inputs import DecodedInput
@@ -235,19 +238,20 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="a Spark SQL setting for the rounds (repeatable): spark.sql.codegen.hugeMethodLimit=8000",
     )
+    parser.add_argument("--jit", choices=[jit.value for jit in Jit], default=Jit.QUICK.value)
     args = parser.parse_args()
     chosen = [name.strip() for name in args.kinds.split(",")]
     if unknown := set(chosen) - set(KINDS):
         parser.error(f"unknown kinds: {', '.join(sorted(unknown))}")
 
-    print(f"cores={os.cpu_count()}, load average at start {os.getloadavg()[0]:.1f}")
+    print(f"cores={os.cpu_count()}, JIT {args.jit}, load average at start {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="bench-decode-") as temp:
         root = Path(temp)
         started = time.perf_counter()
         for name in chosen:
             write_bronze(KINDS[name], args.records, root / "bronze" / name)
         print(f"bronze Parquet written in {time.perf_counter() - started:.1f} s")
-        spark = get_local_spark(home=root / "home", app_name="bench-decode")
+        spark = get_local_spark(home=root / "home", app_name="bench-decode", jit=Jit(args.jit))
         for setting in args.conf:
             key, _, value = setting.partition("=")
             spark.conf.set(key, value)

@@ -85,8 +85,11 @@ def jvm_start_conf(home: Path, purpose: Purpose, jit: Jit = Jit.QUICK) -> dict[s
     return conf
 
 
-def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> SparkSession:
-    """A local[2] session on the shared warehouse, with the `offsetlake` schema present.
+def get_local_spark(
+    home: Path | None = None, app_name: str = "offsetlake", jit: Jit = Jit.QUICK
+) -> SparkSession:
+    """A local[2] session on the shared warehouse, with the `offsetlake` schema present; a JVM it
+    starts runs ``jit``'s compilers (C1 alone unless asked: local/jit.py).
 
     Refused in one line when another process holds the home (pipeline/home_lock.py). A JVM it
     starts prints to <home>/logs/spark.log, not the terminal, unless ``--verbose``.
@@ -98,7 +101,7 @@ def get_local_spark(home: Path | None = None, app_name: str = "offsetlake") -> S
     if starting:
         check_home_free(home or local_home())
     builder = SparkSession.builder.master("local[2]").appName(app_name)
-    conf = jvm_start_conf(home or local_home(), "session") if starting else local_spark_conf(home)
+    conf = jvm_start_conf(home or local_home(), "session", jit) if starting else local_spark_conf(home, jit)
     for key, value in conf.items():
         builder = builder.config(key, value)
     quiet = starting and not logging.getLogger("offsetlake").isEnabledFor(logging.DEBUG)
