@@ -3,7 +3,7 @@
 Local Spark processes run C1 only (``-XX:TieredStopAtLevel=1``, local/spark.py): most live for
 seconds to a minute on small data, and C2's compilations cost more CPU than they save. A large
 backlog is the other way round: the decode and gold's window steps run over every record, and C1's
-code is ~6x slower there than C2's (benchmarks/README.md, issue 36: 61,606 against 373,142
+code is ~6x slower there than C2's (benchmarks/README.md, issue 36: 63,939 against 404,559
 checkpoints decoded a second). So an update starts its JVM with both compilers when the records it
 is about to read reach :data:`OPTIMISING_FROM_RECORDS` (local/backlog.py counts them), and
 ``OFFSETLAKE_JIT`` (``auto``, ``quick``, ``optimising``) overrides the choice.
