@@ -29,7 +29,7 @@ from offsetlake.local.class_archive import class_archive_options
 from offsetlake.local.home import HOME_ENV
 from offsetlake.local.spark import LOCAL_JVM_OPTIONS, LOCAL_SQL_CONF
 from offsetlake.local.worker_python import worker_python
-from offsetlake.pipeline.generated_code import FACTORY_MODE
+from offsetlake.pipeline.generated_code import GENERATED as PIPELINE_GENERATED
 from offsetlake.pipeline.generated_code import INTERPRETED as PIPELINE_INTERPRETED
 from tests.kafka_helpers import ClustersUnderTest
 
@@ -129,7 +129,7 @@ INTERPRETED: Final = {WHOLE_STAGE: "false", **PIPELINE_INTERPRETED}
 costs more than it saves (five integration modules 217 -> 191 s, issue 36) and results are the same.
 The pipeline scenarios (tests/e2e) run the local runtime's own settings; tests about the generated
 code itself ask for it with ``generated_code``."""
-GENERATED: Final = {WHOLE_STAGE: "true", FACTORY_MODE: "FALLBACK"}
+GENERATED: Final = {WHOLE_STAGE: "true", **PIPELINE_GENERATED}
 """Spark's defaults."""
 
 

@@ -16,11 +16,12 @@ from typing import Final
 FACTORY_MODE: Final = "spark.sql.codegen.factoryMode"
 INTERPRETED: Final = {FACTORY_MODE: "NO_CODEGEN"}
 """The local pipeline's configuration: projections, predicates and orderings evaluated interpreted."""
-_GENERATED: Final = {FACTORY_MODE: "FALLBACK"}
+GENERATED: Final = {FACTORY_MODE: "FALLBACK"}
+"""Spark's default: generated code, interpreted only where generating fails."""
 
 
 def every_record_conf(pipeline_conf: Mapping[str, str]) -> dict[str, str]:
     """The ``spark_conf`` of a flow over every record: generated code where the pipeline interprets."""
     if pipeline_conf.get(FACTORY_MODE) == INTERPRETED[FACTORY_MODE]:
-        return dict(_GENERATED)
+        return dict(GENERATED)
     return {}
