@@ -162,7 +162,7 @@ def test_pending_audit_rows_are_the_arrow_stores_audit(tmp_path: Path) -> None:
     store.append_audit(audit.result_records([row], [done], info))
 
     assert store.last_applied() == {
-        ("app", "orders", 0): audit.LastApplied(T0 - timedelta(minutes=1), T0 + timedelta(seconds=3))
+        ("app", "orders", 0): audit.LastApplied(T0 - timedelta(minutes=1), T0 + timedelta(seconds=3), 5)
     }
     assert store.last_applied(Selection(groups="other")) == {}
 

@@ -16,6 +16,7 @@ from offsetlake.apply.planner import Action, ActiveGroupPolicy, PlanRow
 from offsetlake.apply.reasons import (
     ActiveDuringRun,
     AllStale,
+    NotPlaced,
     NoTranslation,
     PartitionsFailed,
     RefusedActiveGroups,
@@ -201,15 +202,40 @@ def test_groups_that_became_active_during_the_run_refuse_it_under_the_fail_polic
     assert (
         judged.reasons[0].render() == f"run {RUN}: groups became active during the run and were not altered"
     )
-    assert verdict(planned(*plan, policy=ActiveGroupPolicy.SKIP), execution) == Verdict(ApplyStatus.OK)
+    # Under the skip policy the group is left alone, and that is still not DONE: exit 3, listed.
+    skipped = verdict(planned(*plan, policy=ActiveGroupPolicy.SKIP), execution)
+    assert skipped == Verdict(ApplyStatus.REFUSED, (NotPlaced(RUN, (("b", "orders", 0, "apply"),), AUDIT),))
 
 
 def test_everything_applied_is_ok() -> None:
-    plan = (row("a"), row("b", action=Action.NOOP), row("c", action=Action.SKIP_WOULD_REWIND))
-    execution = executed(outcome(plan[0], Outcome.APPLIED))
+    plan = (row("a"), row("b", action=Action.NOOP), row("c", action=Action.PLACE_AT_LOG_START))
+    execution = executed(outcome(plan[0], Outcome.APPLIED), outcome(plan[2], Outcome.APPLIED))
     assert verdict(planned(*plan), execution) == Verdict(ApplyStatus.OK)
     # Before executing, nothing stops an apply from going ahead.
     assert verdict(planned(*plan)) == Verdict(ApplyStatus.OK)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [action for action in Action if not action.places],
+)
+def test_any_refusal_makes_the_run_incomplete_and_lists_the_partition(refusal: Action) -> None:
+    plan = (row("a"), row("b", action=Action.NOOP), row("c", partition=7, action=refusal))
+    execution = executed(outcome(plan[0], Outcome.APPLIED))
+    judged = verdict(planned(*plan), execution)
+    status = ApplyStatus.REFUSED if refusal is Action.SKIP_ACTIVE_GROUP else ApplyStatus.INCOMPLETE
+    assert judged == Verdict(status, (NotPlaced(RUN, (("c", "orders", 7, refusal.value),), AUDIT),))
+    assert judged.reasons[0].render().startswith("INCOMPLETE: 1 partitions not placed: c orders[7]")
+    # Before executing, the refusal does not stop the others from being applied.
+    assert verdict(planned(*plan)) == Verdict(ApplyStatus.OK)
+
+
+def test_an_alter_that_did_not_verify_is_not_placed() -> None:
+    plan = (row("a"), row("b"))
+    execution = executed(outcome(plan[0], Outcome.APPLIED), outcome(plan[1], Outcome.NOT_ATTEMPTED))
+    judged = verdict(planned(*plan), execution)
+    assert judged.status is ApplyStatus.INCOMPLETE
+    assert judged.reasons == (NotPlaced(RUN, (("b", "orders", 0, "apply"),), AUDIT),)
 
 
 def test_the_result_prints_its_reasons_rendered() -> None:

@@ -145,6 +145,28 @@ def test_a_group_ahead_is_not_rewound_without_the_flag() -> None:
     assert "--allow-rewind" in row.reason
 
 
+def test_a_lower_translation_over_offsetlakes_own_position_is_the_sources_rewind() -> None:
+    """The sync put the standby group at 420 and verified it; the source group was then reset and
+    MM2 now checkpoints 300: the target is offsetlake's, so 300 is applied (re-reads 120)."""
+    row = plan_one(gold(300), target(committed={KEY: 420}), last_verified_offset={KEY: 420})
+    assert (row.action, row.planned_offset, row.records_reread) == (Action.APPLY, 300, 120)
+    assert "the source group moved back" in row.reason
+
+
+def test_a_lower_translation_over_a_position_consumers_moved_is_refused_out_loud() -> None:
+    row = plan_one(gold(300), target(committed={KEY: 420}), last_verified_offset={KEY: 410})
+    assert (row.action, row.records_reread) == (Action.SKIP_WOULD_REWIND, 120)
+    assert "offsetlake did not put it there" in row.reason
+
+
+def test_a_source_whose_newest_checkpoints_were_not_read_is_refused_unless_accepted() -> None:
+    unread = {"us-east": "checkpoints us-east.checkpoints.internal-0 not read to its end (timed out)"}
+    row = plan_one(gold(300), target(), unread_sources=unread)
+    assert row.action is Action.SKIP_TAIL_UNREAD
+    assert "not read to its end" in row.reason and "--accept-gold-without-tail" in row.reason
+    assert plan_one(gold(300), target(), unread_sources={"us-west": "x"}).action is Action.APPLY
+
+
 def test_allow_rewind_moves_a_group_back() -> None:
     row = plan_one(gold(300), target(committed={KEY: 420}), allow_rewind=True)
     assert (row.action, row.planned_offset, row.records_reread) == (Action.APPLY, 300, 120)
@@ -438,6 +460,11 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
         ignore_k2k_guard=draw(st.booleans()),
         mapping_conflicts={key: "routed twice" for key in draw(st.sets(st.sampled_from(sorted(keys))))},
         on_multiple_targets=draw(st.sampled_from(MultipleTargetsPolicy)),
+        last_verified_offset={
+            key: position.offset if draw(st.booleans()) else draw(st.integers(0, 12))
+            for key, position in committed.items()
+        },
+        unread_sources=draw(st.sampled_from([{}, {"s2": "checkpoints s2 not read"}])),
     )
     return offsets, state, guards
 
@@ -468,8 +495,11 @@ def test_plan_invariants(scenario: tuple[list[GoldOffset], TargetState, Guards])
             assert NOW - guards.last_committed_at[row.key] > guards.keep_alive_after
             continue
         assert row.planned_offset != row.current_offset
-        if not guards.allow_rewind and row.current_offset is not None:
-            assert row.planned_offset > row.current_offset
+        ours = guards.last_verified_offset.get(row.key) == row.current_offset
+        if not guards.allow_rewind and row.current_offset is not None and not ours:
+            assert row.planned_offset > row.current_offset  # consumers' own position: never rewound
+        # A source whose newest checkpoints were not read never moves a group.
+        assert not {o.source_cluster for o in offsets if o.key == row.key} & set(guards.unread_sources)
         if guards.max_age is not None:
             assert row.source_timestamp is not None
             assert NOW - row.source_timestamp <= guards.max_age

@@ -95,8 +95,20 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
         ignore_k2k_guard=draw(st.booleans()),
         mapping_conflicts={key: "routed twice" for key in draw(chosen)},
         on_multiple_targets=draw(st.sampled_from(MultipleTargetsPolicy)),
+        last_verified_offset={key: _verified(draw, groups, key) for key in draw(chosen)},
+        unread_sources=draw(st.sampled_from([{}, {"s1": "checkpoints s1 not read"}])),
     )
     return offsets, TargetState(groups, bounds, counts), guards
+
+
+def _verified(draw: st.DrawFn, groups: dict[str, TargetGroup], key: tuple[str, str, int]) -> int:
+    """What the audit says offsetlake last committed: mostly where the target still is (the source
+    rewind the rule tells apart), now and then elsewhere (consumers moved it)."""
+    group, topic, partition = key
+    committed = groups[group].committed.get((topic, partition)) if group in groups else None
+    if committed is not None and draw(st.booleans()):
+        return committed.offset
+    return draw(st.integers(0, 12))
 
 
 def by_rule(offsets: list[GoldOffset], target: TargetState, guards: Guards) -> list[PlanRow] | str:

@@ -130,6 +130,8 @@ class LastApplied:
     """The translation it applied (a later run refuses older ones without --allow-rewind)."""
     committed_at: datetime
     """When it was committed: the start of the offset's retention clock on the target."""
+    offset: int | None = None
+    """The offset it committed, as read back: a target still there is offsetlake's own position."""
 
 
 def read_last_applied(
@@ -152,12 +154,13 @@ def read_last_applied(
         .agg(
             sf.expr("max_by(unix_micros(source_timestamp), recorded_at)").alias("applied_micros"),
             sf.expr("unix_micros(max(recorded_at))").alias("committed_micros"),
+            sf.expr("max_by(read_back_offset, recorded_at)").alias("read_back_offset"),
         )
         .collect()
     )
     return {
         (row["consumer_group"], row["topic"], row["partition"]): LastApplied(
-            from_micros(row["applied_micros"]), from_micros(row["committed_micros"])
+            from_micros(row["applied_micros"]), from_micros(row["committed_micros"]), row["read_back_offset"]
         )
         for row in rows
         if row["applied_micros"] is not None

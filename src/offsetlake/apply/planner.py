@@ -47,16 +47,41 @@ class Action(StrEnum):
     SKIP_K2K_GUARDED = "skip_k2k_guarded"
     SKIP_DUPLICATE_ROUTING = "skip_duplicate_routing"
     REFRESH_RETENTION = "refresh_retention"
+    PLACE_AT_LOG_START = "place_at_log_start"
+    SKIP_UNTRANSLATED = "skip_untranslated"
+    SKIP_TAIL_UNREAD = "skip_tail_unread"
 
     @property
     def alters(self) -> bool:
         """True for the actions the executor carries out."""
         return self in _ALTERING
 
+    @property
+    def places(self) -> bool:
+        """True when the partition ends at a position that skips nothing: moved there, or already
+        there. Every other action leaves it to the consumer's ``auto.offset.reset`` or to where it
+        was, which the run cannot vouch for: not placed."""
+        return self in _ALTERING or self is Action.NOOP
+
 
 _ALTERING = frozenset(
-    {Action.APPLY, Action.CLAMP_TO_LOG_END, Action.CLAMP_TO_LOG_START, Action.REFRESH_RETENTION}
+    {
+        Action.APPLY,
+        Action.CLAMP_TO_LOG_END,
+        Action.CLAMP_TO_LOG_START,
+        Action.REFRESH_RETENTION,
+        Action.PLACE_AT_LOG_START,
+    }
 )
+
+
+class Untranslated(StrEnum):
+    """What a partition a source group committed gets when no method translates its offset:
+    ``earliest`` places it at the target partition's log start (it cannot skip a record; it
+    re-reads at most the whole partition), ``refuse`` leaves it and the run is INCOMPLETE."""
+
+    EARLIEST = "earliest"
+    REFUSE = "refuse"
 
 
 class ActiveGroupPolicy(StrEnum):
@@ -233,6 +258,15 @@ class Guards:
     # topics (gold k2k_mapping_conflicts), with the reason, and what to do with them.
     mapping_conflicts: Mapping[GroupPartition, str] = field(default_factory=dict)
     on_multiple_targets: MultipleTargetsPolicy = MultipleTargetsPolicy.FAIL
+    # The offset offsetlake last committed and verified per group-partition (the audit): a target
+    # still there that a newer translation puts lower was moved by the source group itself (a reset
+    # there), not by consumers on the target, so the lower offset is applied (re-reads, no skip).
+    last_verified_offset: Mapping[GroupPartition, int] = field(default_factory=dict)
+    # Source aliases whose newest checkpoints the run could not read (an unreadable or undecodable
+    # checkpoints partition, no checkpoints topic while gold holds checkpoint rows), with why: their
+    # partitions are refused unless the operator accepts gold's translations as they are.
+    unread_sources: Mapping[str, str] = field(default_factory=dict)
+    untranslated: Untranslated = Untranslated.EARLIEST
 
 
 @dataclass(frozen=True)
@@ -472,12 +506,15 @@ def _plan_partition(
     translated = newest.downstream_offset
     partition_count = target.partition_counts.get(topic)
     if partition_count is None or partition >= partition_count:
-        return row(Action.SKIP_MISSING_TOPIC, _missing_reason(topic, partition, partition_count))
+        return row(Action.SKIP_MISSING_TOPIC, missing_reason(topic, partition, partition_count))
+    unread = _unread(candidates, guards)
+    if unread is not None:
+        return row(Action.SKIP_TAIL_UNREAD, unread)
     stale = _staleness(key, newest.source_timestamp, last_seen, guards)
     if stale is not None:
         return row(Action.SKIP_STALE, stale)
     k2k_evidence = guarded.get(group)
-    refusal = _group_refusal(described, k2k_evidence, guards)
+    refusal = group_refusal(described, k2k_evidence, guards)
     if refusal is not None:
         return row(*refusal)
     conflict = guards.mapping_conflicts.get(key)
@@ -494,8 +531,11 @@ def _plan_partition(
     move = _PAST_END if translated > bounds.log_end else _BEFORE_START if translated < bounds.log_start else 0
     planned, action = (translated, bounds.log_end, bounds.log_start)[move], _MOVES[move]
 
+    source_rewind = False
     if current is not None and planned < current and not guards.allow_rewind:
-        return row(Action.SKIP_WOULD_REWIND, _rewind_reason(current, planned), planned)
+        if guards.last_verified_offset.get(key) != current:
+            return row(Action.SKIP_WOULD_REWIND, _rewind_reason(current, planned), planned)
+        source_rewind = True
     if current == planned:
         due = _keep_alive_due(key, guards)
         if due is not None:
@@ -504,6 +544,8 @@ def _plan_partition(
             return row(Action.REFRESH_RETENTION, f"already at {planned}; {due}", planned, metadata)
         return row(Action.NOOP, f"already at {planned}", planned)
     reason = _move_reason(move, translated, planned, current)
+    if source_rewind:
+        reason += f"; {_source_rewind_note(current, planned)}"
     if conflict is not None:
         reason += f"; {conflict} ({Flag.ON_MULTIPLE_TARGETS} {MultipleTargetsPolicy.IGNORE})"
     if k2k_evidence is not None:
@@ -511,13 +553,13 @@ def _plan_partition(
     return row(action, reason, planned)
 
 
-def _missing_reason(topic: str, partition: int, partition_count: int | None) -> str:
+def missing_reason(topic: str, partition: int, partition_count: int | None) -> str:
     if partition_count is None:
         return f"topic {topic} does not exist on the target"
     return f"partition {partition} does not exist (topic {topic} has {partition_count})"
 
 
-def _group_refusal(
+def group_refusal(
     described: TargetGroup, k2k_evidence: str | None, guards: Guards
 ) -> tuple[Action, str] | None:
     """Why no partition of this group is altered (someone consumes, or K2K manages it), or None."""
@@ -544,9 +586,29 @@ def _no_bounds(topic: str, partition: int) -> PlanError:
 
 def _rewind_reason(current: int, planned: int) -> str:
     return (
-        f"group is at {current}, ahead of {planned}: would re-read {current - planned} records "
-        f"(pass {Flag.ALLOW_REWIND})"
+        f"group is at {current}, ahead of {planned}, and offsetlake did not put it there (consumers "
+        f"moved it on the target): would re-read {current - planned} records (pass {Flag.ALLOW_REWIND})"
     )
+
+
+def _source_rewind_note(current: int, planned: int) -> str:
+    return (
+        f"the source group moved back: {current} is what offsetlake last committed and verified here, "
+        f"so the newer, lower translation is applied (re-reads {current - planned} records)"
+    )
+
+
+def _unread(candidates: Sequence[GoldOffset], guards: Guards) -> str | None:
+    """Why a newer checkpoint the run could not read may change this translation, or None (also
+    when the operator accepted gold without it: ``unread_sources`` is then empty)."""
+    for candidate in candidates:
+        reason = guards.unread_sources.get(candidate.source_cluster)
+        if reason is not None:
+            return (
+                f"{reason}: a newer checkpoint of {candidate.source_cluster} may change this translation "
+                f"(pass {Flag.ACCEPT_GOLD_WITHOUT_TAIL} to apply gold's as it is)"
+            )
+    return None
 
 
 _PAST_END, _BEFORE_START = 1, 2
@@ -729,7 +791,7 @@ class _Columns:
         group_names = groups.to_pylist()
         described = [target.group(name) for name in group_names]
         refusals = [
-            _group_refusal(group, guarded.get(name), guards)
+            group_refusal(group, guarded.get(name), guards)
             for name, group in zip(group_names, described, strict=True)
         ]
         overridden = pa.array(
@@ -794,6 +856,14 @@ class _Columns:
             if condition is not None:
                 codes = pc.if_else(condition, pa.scalar(code, pa.int8()), codes)
         code_list = codes.to_pylist()
+        if guards.unread_sources:
+            for run, first in enumerate(firsts):
+                if offsets[first].source_cluster in guards.unread_sources:
+                    deferred[run] = True
+        if rewind is not None and guards.last_verified_offset:
+            for run, _ in run_values(run_of_keys(guards.last_verified_offset)):
+                if code_list[run] == _REWIND:
+                    deferred[run] = True  # offsetlake's own position: the rule tells a source rewind
         for run, group_overridden in enumerate(overridden.take(column["group"]).to_pylist()):
             if group_overridden:
                 deferred[run] = True
@@ -852,7 +922,7 @@ class _Columns:
             elif code == _REWIND:
                 action, reason = rewind, _rewind_reason(current, to)
             elif code == _MISSING:
-                action, reason, planned = missing, _missing_reason(topic, partition, count), None
+                action, reason, planned = missing, missing_reason(topic, partition, count), None
             elif code == _REFUSED:
                 refusal = refusals[group]
                 assert refusal is not None  # _REFUSED: the group has a refusal

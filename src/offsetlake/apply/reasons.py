@@ -28,6 +28,8 @@ class Flag(StrEnum):
     IGNORE_K2K_GUARD = "--ignore-k2k-guard"
     K2K_GUARD_PREFIX = "--k2k-guard-prefix"
     ON_MULTIPLE_TARGETS = "--on-multiple-targets"
+    UNTRANSLATED = "--untranslated"
+    ACCEPT_GOLD_WITHOUT_TAIL = "--accept-gold-without-tail"
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,29 @@ class ActiveDuringRun:
 
 
 @dataclass(frozen=True)
+class NotPlaced:
+    """Partitions a source group committed that the run left without a position that skips nothing
+    (refused by the plan, or not verified): their consumers would start where
+    ``auto.offset.reset`` says (Java's default ``latest`` skips)."""
+
+    run_id: str
+    partitions: tuple[tuple[str, str, int, str], ...]
+    """(group, topic, partition, action) of each, in plan order."""
+    audit_table: str
+
+    SHOWN = 10
+
+    def render(self) -> str:
+        shown = [f"{group} {topic}[{part}] ({action})" for group, topic, part, action in self.partitions]
+        more = len(shown) - self.SHOWN
+        listing = ", ".join(shown[: self.SHOWN]) + (f", and {more} more" if more > 0 else "")
+        return (
+            f"INCOMPLETE: {len(self.partitions)} partitions not placed: {listing} "
+            f"(run {self.run_id}; every row with its reason in {self.audit_table})"
+        )
+
+
+@dataclass(frozen=True)
 class Interrupted:
     """SIGINT/SIGTERM stopped the run after every planned row got its result: what the error adds."""
 
@@ -170,5 +195,6 @@ Problem = (
     | StoppedEarly
     | PartitionsFailed
     | ActiveDuringRun
+    | NotPlaced
 )
 """What an ApplyResult carries (``reasons``); its ``problems`` are these rendered."""

@@ -42,6 +42,13 @@ from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execu
 from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
 from offsetlake.apply.k2k_search import K2KTracing, SearchedNow, merge_searched, search_newest_snapshots
 from offsetlake.apply.phases import PhaseClock, PhaseTimes
+from offsetlake.apply.placement import (
+    KnownPartition,
+    TopicRouting,
+    partial_groups,
+    plan_untranslated,
+    untranslated_partitions,
+)
 from offsetlake.apply.planner import (
     K2K_GUARD_PREFIX,
     Action,
@@ -52,6 +59,7 @@ from offsetlake.apply.planner import (
     PlanRow,
     Selection,
     TargetState,
+    Untranslated,
     build_plan,
     invalid_reason,
     refused_by_active_policy,
@@ -61,6 +69,7 @@ from offsetlake.apply.reasons import (
     ActiveDuringRun,
     AllStale,
     Interrupted,
+    NotPlaced,
     NoTranslation,
     PartitionsFailed,
     Problem,
@@ -70,6 +79,7 @@ from offsetlake.apply.reasons import (
     Tally,
 )
 from offsetlake.apply.store import GoldStore
+from offsetlake.apply.tail_gaps import unread_sources
 from offsetlake.apply.tail_merge import TailMerge, merge_tail
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.durations import format_duration
@@ -112,6 +122,10 @@ class ApplyStatus(IntEnum):
     OK = 0
     FAILED = 1
     REFUSED = 3
+    INCOMPLETE = 4
+    """Applied and verified what it could, but some partition a source group committed is not
+    placed (refused, or left without an offset): its consumer would start where
+    ``auto.offset.reset`` says."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +170,14 @@ class ApplyRequest:
     """With ``checkpoint_tail``: plan from the target's checkpoint records alone, without gold's
     translations. Without it, gold's latest_offsets empty while bronze_checkpoints holds checkpoint
     records (an update that truncated gold) is refused: the tail alone lacks what gold held."""
+    routing: TopicRouting | None = None
+    """How the pipeline names a source topic on the target: with it, every partition gold's newest
+    group snapshots say a source group committed is planned, translated or not (apply/placement.py);
+    None: translations only (--as-of restores read history, not snapshots)."""
+    untranslated: Untranslated = Untranslated.EARLIEST
+    """What a known partition without a translation gets: the log start, or a refusal."""
+    accept_gold_without_tail: bool = False
+    """Plan a source's partitions from gold even when its newest checkpoints could not be read."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +209,15 @@ class ApplyResult:
     """Why the status is what it is, typed (offsetlake.apply.reasons); empty when all went well."""
     phases: PhaseTimes = field(default_factory=PhaseTimes)
     """Where the run's time went: gold, tail, k2k, target, plan, apply+verify, audit."""
+    unread_sources: tuple[tuple[str, str], ...] = ()
+    """Sources whose newest checkpoints the run could not read, with why (apply/tail_gaps.py)."""
+    snapshots: int | None = None
+    """Partitions gold's newest group snapshots say source groups committed (None: not read, as in
+    --as-of restores); 0: the source was never read, only checkpoints say what groups committed."""
+    untranslated: int = 0
+    """Of those, the partitions no method translates (planned by --untranslated)."""
+    partial_groups: int = 0
+    """Groups translated on only some partitions of a topic (reported when there is no snapshot)."""
     scrubber: SecretScrubber = field(default_factory=SecretScrubber, repr=False)
 
     @property
@@ -199,9 +230,22 @@ class ApplyResult:
         return self.gold_rows > 0 and not self.plan
 
     @property
+    def not_placed(self) -> tuple[PlanRow, ...]:
+        return not_placed(self.plan, self.results)
+
+    @property
     def reference_time(self) -> datetime:
         """What translation ages are measured to: the --as-of time of a restore, else the start."""
         return self.request.as_of or self.started_at
+
+
+def not_placed(plan: Sequence[PlanRow], results: Sequence[PartitionResult]) -> tuple[PlanRow, ...]:
+    """Plan rows whose partition did not end at a position that skips nothing: refused by the plan,
+    or altered without a verified read-back."""
+    verified = {outcome.row.key for outcome in results if outcome.verified}
+    return tuple(
+        row for row in plan if not row.action.places or (row.action.alters and row.key not in verified)
+    )
 
 
 def run_apply(
@@ -283,12 +327,17 @@ def _steps(run: _Run, result: ApplyResult) -> ApplyResult:
     """The steps after ``_begin``, each timing its phases on ``run.clock``."""
     request = run.request
     result, offsets = _read_gold(run, result)
-    if not offsets:
+    with run.clock.phase("gold"):
+        result, known = _untranslated(run, result, offsets)
+    if not offsets and not known:
         return _judged(result)
     with run.clock.phase("target"), clients.admin(run.config) as admin:  # the admin client too
-        target = _read_target(run, admin, offsets)
+        target = _read_target(run, admin, [*offsets, *known])
         keep_alive_after, keep_alive = _keep_alive(request, admin)
-    planned = _plan_and_audit(run, replace(result, keep_alive=keep_alive), offsets, target, keep_alive_after)
+    result = replace(result, keep_alive=keep_alive)
+    if result.snapshots == 0:
+        result = replace(result, partial_groups=partial_groups(offsets, target))
+    planned = _plan_and_audit(run, result, offsets, target, keep_alive_after, known=known)
     if request.dry_run or verdict(planned).status is not ApplyStatus.OK:
         return _judged(planned)
     return _execute_and_audit(run, planned)
@@ -366,6 +415,20 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
     return replace(result, gold_rows=gold_rows), select_offsets(offsets, request.selection)
 
 
+def _untranslated(
+    run: _Run, result: ApplyResult, offsets: Sequence[GoldOffset]
+) -> tuple[ApplyResult, list[KnownPartition]]:
+    """The selected partitions gold's newest group snapshots say a source group committed that no
+    translation covers (none without a routing: an --as-of restore plans history only)."""
+    request = run.request
+    if request.routing is None or request.as_of is not None:
+        return result, []
+    snapshots = run.store.newest_group_offsets(request.selection)
+    known = untranslated_partitions(snapshots, request.routing, offsets, request.selection)
+    count = sum(len(found) for found in snapshots.values())
+    return replace(result, snapshots=count, untranslated=len(known)), known
+
+
 def _refuse_truncated_gold(run: _Run, offsets: Sequence[GoldOffset]) -> None:
     """An empty latest_offsets is a pipeline that has translated nothing yet, unless bronze holds
     checkpoint records: then an update emptied gold and did not rebuild it, and the tail alone
@@ -395,8 +458,13 @@ def _merged_tail(
         tail = read_checkpoint_tail(run.config, policy, timeout_s=run.request.timeout_s)
     except CheckpointTailError as error:
         raise CheckpointTailError(f"target cluster {run.target}: {error}") from error
-    merged = merge_tail(offsets, tail.records, run.request.method_precedence)
-    return replace(result, tail_merge=replace(merged, topics=tail.topics, unreadable=tail.unreadable))
+    merged = replace(
+        merge_tail(offsets, tail.records, run.request.method_precedence),
+        topics=tail.topics,
+        unreadable=tail.unreadable,
+    )
+    unread = unread_sources(merged, policy, offsets)
+    return replace(result, tail_merge=merged, unread_sources=tuple(sorted(unread.items())))
 
 
 def _searched_now(
@@ -412,9 +480,16 @@ def _searched_now(
     return replace(result, k2k_search=merge_searched(offsets, lookups, run.request.method_precedence))
 
 
-def _read_target(run: _Run, admin: AdminClient, offsets: Sequence[GoldOffset]) -> TargetState:
-    """The target's groups and logs for every valid gold row; an error names the target."""
-    keys = {offset.key for offset in offsets if invalid_reason(offset) is None}
+def _read_target(
+    run: _Run, admin: AdminClient, offsets: Sequence[GoldOffset | KnownPartition]
+) -> TargetState:
+    """The target's groups and logs for every valid gold row and known partition; an error names
+    the target."""
+    keys = {
+        offset.key
+        for offset in offsets
+        if not isinstance(offset, GoldOffset) or invalid_reason(offset) is None
+    }
     try:
         return read_target_state(admin, keys, timeout_s=run.request.timeout_s)
     except KafkaAdminError as error:
@@ -447,11 +522,13 @@ def _plan_and_audit(
     offsets: Sequence[GoldOffset],
     target: TargetState,
     keep_alive_after: timedelta | None,
+    *,
+    known: Sequence[KnownPartition],
 ) -> ApplyResult:
     """The plan, under the guards the request, the audit's memory and gold's K2K mapping conflicts
     set (a table absent without K2K mappings: cheap to find empty), recorded before any alter."""
     with run.clock.phase("plan"):
-        plan, guards = _planned(run, result, offsets, target, keep_alive_after)
+        plan, guards = _planned(run, result, offsets, target, keep_alive_after, known=known)
     with run.clock.phase("audit"):
         _append_audit(run, audit.plan_records(plan, run.info))
     return replace(result, plan=plan, refusing_groups=tuple(refused_by_active_policy(plan, guards)))
@@ -463,8 +540,11 @@ def _planned(
     offsets: Sequence[GoldOffset],
     target: TargetState,
     keep_alive_after: timedelta | None,
+    *,
+    known: Sequence[KnownPartition],
 ) -> tuple[tuple[PlanRow, ...], Guards]:
-    """The plan and the guards it was built under."""
+    """The plan (translations, then the known partitions without one, in key order) and the guards
+    it was built under."""
     request = run.request
     applied_before = run.store.last_applied(request.selection)
     guards = Guards(
@@ -479,8 +559,16 @@ def _planned(
         ignore_k2k_guard=request.ignore_k2k_guard,
         mapping_conflicts=run.store.mapping_conflicts(request.selection),
         on_multiple_targets=request.on_multiple_targets,
+        last_verified_offset={
+            key: last.offset for key, last in applied_before.items() if last.offset is not None
+        },
+        unread_sources={} if request.accept_gold_without_tail else dict(result.unread_sources),
+        untranslated=request.untranslated,
     )
-    return _marked_tail(tuple(build_plan(offsets, target, guards)), offsets), guards
+    plan = build_plan(offsets, target, guards)
+    if known:
+        plan = sorted([*plan, *plan_untranslated(known, target, guards)], key=lambda row: row.key)
+    return _marked_tail(tuple(plan), offsets), guards
 
 
 def _marked_tail(plan: tuple[PlanRow, ...], offsets: Sequence[GoldOffset]) -> tuple[PlanRow, ...]:
@@ -540,7 +628,7 @@ def verdict(
 
     Before executing, a status other than OK means the plan must not be executed."""
     request, run_id = result.request, result.run_id
-    if not result.gold_rows:
+    if not result.gold_rows and not result.untranslated:
         problem = NoTranslation(run_id, request.schema or "", request.as_of)
         return Verdict(ApplyStatus.OK if request.dry_run else ApplyStatus.FAILED, (problem,))
     if request.dry_run or not result.plan:
@@ -564,7 +652,16 @@ def verdict(
         return Verdict(ApplyStatus.FAILED, (PartitionsFailed(run_id, failed, result.target),))
     if outcomes[Outcome.SKIPPED_ACTIVE_GROUP] and request.active_group_policy is ActiveGroupPolicy.FAIL:
         return Verdict(ApplyStatus.REFUSED, (ActiveDuringRun(run_id),))
-    return Verdict(ApplyStatus.OK)
+    unplaced = not_placed(result.plan, execution.results)
+    if not unplaced:
+        return Verdict(ApplyStatus.OK)
+    keys = tuple((row.consumer_group, row.topic, row.partition, row.action.value) for row in unplaced)
+    # Exit 3 stays the word for groups someone consumes (left alone under the skip policy too).
+    active = outcomes[Outcome.SKIPPED_ACTIVE_GROUP] or any(
+        row.action is Action.SKIP_ACTIVE_GROUP for row in unplaced
+    )
+    status = ApplyStatus.REFUSED if active else ApplyStatus.INCOMPLETE
+    return Verdict(status, (NotPlaced(run_id, keys, result.audit_table),))
 
 
 def _judged(

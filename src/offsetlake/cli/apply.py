@@ -8,7 +8,15 @@ import contextlib
 import yaml
 
 from offsetlake.apply.k2k_search import K2KTracing
-from offsetlake.apply.planner import K2K_GUARD_PREFIX, ActiveGroupPolicy, MultipleTargetsPolicy, Selection
+from offsetlake.apply.placement import TopicRouting
+from offsetlake.apply.planner import (
+    K2K_GUARD_PREFIX,
+    ActiveGroupPolicy,
+    MultipleTargetsPolicy,
+    Selection,
+    Untranslated,
+)
+from offsetlake.apply.reasons import Flag
 from offsetlake.apply.run import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DEADLINE_S,
@@ -45,6 +53,7 @@ from offsetlake.pipeline.settings import (
     K2K_TRACING_TOPICS,
     REPLICATION_POLICY,
     REPLICATION_SEPARATOR,
+    TARGET_ALIAS,
     parse_tracing_routes,
 )
 from offsetlake.runtime import on_databricks
@@ -68,7 +77,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "default: active groups, rewinds, stale translations, missing topics, groups K2K's offset "
         "mapper manages and source records K2K routed to two target topics are refused. "
         f"Exit status {ApplyStatus.FAILED} when anything failed, {ApplyStatus.REFUSED} when the fail "
-        "active-group policy refused the run.",
+        f"active-group policy refused the run, {ApplyStatus.INCOMPLETE} when a partition a source group "
+        "committed is not placed (refused, or not verified).",
     )
     add_apply_options(apply, sources=False)
     add_policy_option(apply)
@@ -115,6 +125,9 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         ignore_k2k_guard=args.ignore_k2k_guard,
         on_multiple_targets=args.on_multiple_targets,
         tail_only=args.tail_only,
+        routing=None if args.as_of else pipeline_routing(args),
+        untranslated=args.untranslated,
+        accept_gold_without_tail=args.accept_gold_without_tail,
     )
 
 
@@ -142,6 +155,16 @@ def pipeline_policy(args: argparse.Namespace) -> ReplicationPolicy:
         )
     except ValueError as error:
         raise InvalidValueError(f"{REPLICATION_POLICY}: {error}") from None
+
+
+def pipeline_routing(args: argparse.Namespace) -> TopicRouting:
+    """How the pipeline names source topics on the target (policy, target alias, K2K routes), from
+    the same settings as the policy: where a partition a source group committed is planned."""
+    conf = _pipeline_conf(args)
+    tracing = pipeline_k2k_tracing(args)
+    return TopicRouting(
+        pipeline_policy(args), conf.get(TARGET_ALIAS) or "", tracing.routes if tracing else ()
+    )
 
 
 def pipeline_k2k_tracing(args: argparse.Namespace) -> K2KTracing | None:
@@ -283,6 +306,26 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         help="plan from the target's MM2 checkpoint records alone, without gold's translations (with "
         "--checkpoint-tail; `failover` reads them): for a gold an interrupted pipeline update left "
         "empty while bronze_checkpoints holds checkpoint records, which is otherwise refused",
+    )
+    parser.add_argument(
+        Flag.UNTRANSLATED.value,
+        type=Untranslated,
+        default=Untranslated.EARLIEST,
+        choices=list(Untranslated),
+        help="a partition gold's newest snapshot says a source group committed that no method translates "
+        "(offset 0 before filtered records, before the first offset sync or traced record, never "
+        "checkpointed): `earliest` places it at the target partition's log start, which cannot skip "
+        "(it re-reads at most the partition), `refuse` leaves it (the run is then INCOMPLETE, exit "
+        f"{ApplyStatus.INCOMPLETE}); without either the consumer's auto.offset.reset decides, and Java's "
+        "default `latest` skips (default: earliest)",
+    )
+    parser.add_argument(
+        Flag.ACCEPT_GOLD_WITHOUT_TAIL.value,
+        action="store_true",
+        help="plan a source's partitions from gold even when its newest checkpoints on the target could "
+        "not be read (a checkpoints partition unreadable, a record that does not decode, no "
+        "checkpoints topic while gold holds checkpoint rows); refused by default: gold may be behind a "
+        "source group's reset",
     )
     default_max_age = format_duration(DEFAULT_MAX_AGE)
     parser.add_argument(

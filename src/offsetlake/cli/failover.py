@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 
 from offsetlake.apply.k2k_search import K2KTracing
+from offsetlake.apply.placement import TopicRouting
 from offsetlake.cli import render, stores
 from offsetlake.cli.apply import add_apply_options, pipeline_k2k_tracing, pipeline_policy, request_from_args
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
@@ -38,8 +39,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "replication policy (no pipeline update needed: the source may be gone), with every guard of "
         "`apply`, read them back, and print one report: each cluster's reachability, per group what was "
         "applied or refused, the method and age of each translation, and the records to be re-read. No "
-        "questions asked. Exit status as `apply`: 0 all selected partitions in place, 1 something failed "
-        "or nothing could be applied, 3 active groups refused.",
+        "questions asked. Exit status as `apply`: 0 every partition a selected source group committed is "
+        "in place, 1 something failed or nothing could be applied, 3 active groups refused, 4 some "
+        "partition not placed (refused, listed).",
     )
     add_apply_options(failover, sources=True)
     failover.add_argument(
@@ -96,6 +98,7 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
             apply,
             checkpoint_tail=settings.policy if settings else pipeline_policy(args),
             k2k_tracing=_k2k_tracing(settings) if settings else pipeline_k2k_tracing(args),
+            routing=_routing(settings) if settings else apply.routing,
         )
     home = LocalHome.resolve()  # the failover's one home (its store's too, unless on Databricks)
     store_home = None if on_databricks() else home
@@ -133,6 +136,11 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
 def shown_during_refresh(line: str) -> bool:
     """Only run-level events, failures and progress lines: the report that follows says the rest."""
     return is_progress(line) or any(word in line for word in ("Run is", "Run has", "FAILED", "SKIPPED"))
+
+
+def _routing(settings: PipelineSettings) -> TopicRouting:
+    """Where the settings the failover refreshes with name each source topic on the target."""
+    return TopicRouting(settings.policy, settings.target_alias, settings.k2k_tracing_routes)
 
 
 def _k2k_tracing(settings: PipelineSettings) -> K2KTracing | None:

@@ -17,7 +17,8 @@ from tabulate import tabulate
 from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
 from offsetlake.apply.phases import PhaseTimes
-from offsetlake.apply.planner import Action, PlanRow
+from offsetlake.apply.placement import METHOD as PLACEMENT_METHOD
+from offsetlake.apply.planner import Action, PlanRow, Untranslated
 from offsetlake.apply.reasons import Flag
 from offsetlake.apply.run import ApplyResult, ApplyStatus
 from offsetlake.durations import format_duration
@@ -107,6 +108,7 @@ def apply_report(result: ApplyResult, *, details: bool = False) -> tuple[list[st
     out: list[str] = [cluster_health_line(health, result.reference_time) for health in result.health]
     out += tail_lines(result)
     out += k2k_search_lines(result)
+    out += placement_lines(result)
     if result.nothing_selected:
         out.append(f"run {result.run_id}: no gold offsets match the selection; nothing to do")
         if result.data_loss:  # groups with no translation can still lose records
@@ -145,6 +147,7 @@ def failover_report(result: FailoverResult, *, details: bool = False) -> tuple[l
     out += [cluster_health_line(health, applied.reference_time) for health in applied.health]
     out += tail_lines(applied)
     out += k2k_search_lines(applied)
+    out += placement_lines(applied)
     if applied.plan:
         out += outcome_summary(applied)
         if details or _group_count(applied) <= DETAIL_GROUPS:
@@ -161,6 +164,9 @@ def failover_report(result: FailoverResult, *, details: bool = False) -> tuple[l
         ApplyStatus.FAILED: "FAILOVER INCOMPLETE: see the errors; a rerun converges",
         ApplyStatus.REFUSED: "FAILOVER REFUSED: groups are active on the target; stop them or use "
         f"{Flag.ACTIVE_GROUP_POLICY} skip",
+        ApplyStatus.INCOMPLETE: f"FAILOVER INCOMPLETE: {len(applied.not_placed)} partitions not placed "
+        "(listed above, every one in the audit); their consumers would start where auto.offset.reset "
+        "says",
     }[status]
     out.append(f"{label} (exit {int(status)})")
     return [scrub(line) for line in out], [scrub(line) for line in applied.problems]
@@ -220,6 +226,36 @@ def k2k_search_lines(result: ApplyResult) -> list[str]:
 
 
 _SHOWN_UNANSWERED = 5
+
+
+def placement_lines(result: ApplyResult) -> list[str]:
+    """Where the partitions source groups committed are known from, those no method translates,
+    and the sources whose newest checkpoints could not be read: what DONE rests on."""
+    request, lines = result.request, []
+    for source, why in result.unread_sources:
+        verdict = (
+            f"planned from gold as it is ({Flag.ACCEPT_GOLD_WITHOUT_TAIL})"
+            if request.accept_gold_without_tail
+            else f"its partitions are REFUSED (pass {Flag.ACCEPT_GOLD_WITHOUT_TAIL} to plan from gold)"
+        )
+        lines.append(f"checkpoint tail: {source}: {why}: {verdict}")
+    if result.snapshots == 0:
+        lines.append(
+            "known partitions: gold holds no group snapshot (the source was never read): a partition a "
+            "group committed without an MM2 checkpoint is unknown and cannot be placed; "
+            f"{result.partial_groups} group(s) have checkpoints on only some partitions of a topic"
+        )
+    if result.untranslated:
+        what = (
+            "placed at the target partition's log start (re-read, never skipped)"
+            if request.untranslated is Untranslated.EARLIEST
+            else f"refused ({Flag.UNTRANSLATED} {Untranslated.REFUSE})"
+        )
+        lines.append(
+            f"known partitions: {result.untranslated} partition(s) source groups committed have no "
+            f"translation: {what} (method `{PLACEMENT_METHOD}`)"
+        )
+    return lines
 
 
 def tail_lines(result: ApplyResult) -> list[str]:

@@ -241,19 +241,21 @@ class LocalGoldStore:
             & pc.field("verified")
             & pc.field("recorded_at").is_valid()
         )
-        table = self._audit([*keys, "source_timestamp", "recorded_at"], _and(_narrowing(selection), verified))
-        newest = _last_per_key(table, keys, "recorded_at", ["source_timestamp"])
+        columns = [*keys, "source_timestamp", "recorded_at", "read_back_offset"]
+        table = self._audit(columns, _and(_narrowing(selection), verified))
+        newest = _last_per_key(table, keys, "recorded_at", ["source_timestamp", "read_back_offset"])
         rows = zip(
             newest["consumer_group"].to_pylist(),
             newest["topic"].to_pylist(),
             newest["partition"].to_pylist(),
             datetimes(newest["source_timestamp"]),
             datetimes(newest["recorded_at"]),
+            newest["read_back_offset"].to_pylist(),
             strict=True,
         )
         return {
-            (group, topic, partition): LastApplied(applied, committed)
-            for group, topic, partition, applied, committed in rows
+            (group, topic, partition): LastApplied(applied, committed, offset)
+            for group, topic, partition, applied, committed, offset in rows
             if applied is not None
         }
 
