@@ -525,6 +525,7 @@ def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, 
         "notification_emails",
         "notification_destinations",
         "alert_subscriptions",
+        "job_permissions",
         "dashboard_permissions",
     }
     targets = load_yaml(BUNDLE_ROOT_FILE)["targets"]
