@@ -2,9 +2,9 @@
 the newest translated offsets, then plan or apply them to the consumer groups on the target cluster
 (plan, alter, read back, audit).
 
-Run it with `databricks bundle run offsetlake_failover --params mode=apply,groups=...`: every choice
-an operator makes during an outage is a job parameter with a safe default, and the default mode is
-plan (a dry run): nothing is altered until an operator says apply.
+An operator starts it by its id with `databricks jobs run-now` and job parameters, or from the Jobs
+UI (docs/deploy.md, "Failing over"): every choice made during an outage is a job parameter with a
+safe default, and the default mode is plan (a dry run): nothing is altered until an operator says apply.
 
 Defined in Python, not YAML, for one field: the refresh's `refresh_selection` is computed from the
 pipeline's table lineage (offsetlake.pipeline.refresh_selection) for the graph the target's variables
@@ -45,16 +45,16 @@ def refresh_selection(bundle: Bundle) -> list[str]:
 
 
 def failover_job(bundle: Bundle) -> Job:
-    """The failover job for ``bundle``'s target; prod adds its pager and the operators' access (a
-    target cannot override a resource defined in Python: the CLI refuses a change to one)."""
-    prod: dict[str, Any] = {}
-    if bundle.target == "prod":
-        prod = {
+    """The failover job for ``bundle``'s target, its access and paging from the target's variables,
+    never from the target's name (a target cannot override a resource defined in Python: the CLI
+    refuses a change to one). It pages when `notification_destinations` lists any (dev lists none)."""
+    paging: dict[str, Any] = {}
+    if bundle.variables.get("notification_destinations"):
+        paging = {
             "webhook_notifications": {
                 "on_failure": "${var.notification_destinations}",
                 "on_duration_warning_threshold_exceeded": "${var.notification_destinations}",
             },
-            "permissions": [{"group_name": "${var.operators_group}", "level": "CAN_MANAGE"}],
         }
     return Job.from_dict(
         {
@@ -83,7 +83,8 @@ def failover_job(bundle: Bundle) -> Job:
                 "on_failure": "${var.notification_emails}",
                 "on_duration_warning_threshold_exceeded": "${var.notification_emails}",
             },
-            **prod,
+            **paging,
+            "permissions": "${var.job_permissions}",
             "tasks": [
                 # First, when this run applies and the sync job applies too: pause the sync job's
                 # schedule and end its active runs, so that no sync run moves a group this failover

@@ -38,6 +38,9 @@ that decide what gets deployed, each after the CLI source that does it (databric
 
 `secret_scope_acls` adds what the plan phase does to a secret scope (`secret_scope_fixups.go`,
 direct engine only): MANAGE for the deploying identity, then one level per principal, the highest.
+`root_folder_acl` is what the deploy phase leaves on the bundle's root folder, which holds the
+deployment state `bundle run` pulls (`bundle/permissions/workspace_root.go`); `job_runners` who may
+start a job (its permissions after step 7).
 
 What it does not model: merging job tasks by key, path translation, Python mutators.
 """
@@ -525,6 +528,43 @@ def _permission_diagnostics(configuration: Mapping[str, Any], warnings: list[str
     )
 
 
+# workspace_root.go GetWorkspaceObjectPermissionLevel: a top-level level -> the folder's level.
+FOLDER_LEVELS = {"CAN_MANAGE": "CAN_MANAGE", "CAN_RUN": "CAN_RUN", "CAN_VIEW": "CAN_READ"}
+HOME_FOLDERS = "/Workspace/Users/"
+# A job run can be started with CAN_MANAGE_RUN or more (Databricks jobs access control).
+RUN_LEVELS = frozenset({"CAN_MANAGE_RUN", "CAN_MANAGE", "IS_OWNER"})
+
+
+def _principal_field(name: str) -> str:
+    return "service_principal_name" if Identity(name).is_service_principal else "user_name"
+
+
+def root_folder_acl(resolved: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """Who can read the bundle's root folder (and the deployment state under it), per principal.
+
+    workspace_root.go sets the top-level `permissions` on the root folder, translated; without them
+    it sets nothing, and the folder keeps what it inherits: a root in a home folder
+    (/Workspace/Users/<owner>/...) is its owner's alone (workspace admins aside, not modelled here).
+    """
+    workspace = resolved["workspace"]
+    if not workspace["state_path"].startswith(workspace["root_path"]):
+        raise BundleResolutionError("root_folder_acl models a state_path under root_path only")
+    acl: dict[tuple[str, str], str] = {}
+    root = workspace["root_path"]
+    if root.startswith(HOME_FOLDERS):
+        owner = root.removeprefix(HOME_FOLDERS).split("/", 1)[0]
+        acl[(_principal_field(owner), owner)] = "CAN_MANAGE"
+    for permission in resolved.get("permissions") or []:
+        acl.setdefault(principal_of(permission), FOLDER_LEVELS[permission["level"]])
+    return acl
+
+
+def job_runners(resolved: Mapping[str, Any], key: str) -> set[tuple[str, str]]:
+    """The principals that may start job ``key`` (`jobs run-now`, the Jobs UI's Run now)."""
+    listed = resolved["resources"]["jobs"][key].get("permissions") or []
+    return {principal_of(permission) for permission in listed if permission["level"] in RUN_LEVELS}
+
+
 def secret_scope_acls(resolved: Mapping[str, Any], key: str) -> dict[tuple[str, str], str]:
     """The ACLs the direct engine puts on a secret scope (secret_scope_fixups.go), per principal.
 
@@ -586,7 +626,9 @@ def resolve_bundle(
     root: Path = REPO_ROOT,
     warnings: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The configuration `bundle validate -t <target> -o json` would print, as far as modelled.
+    """The configuration the CLI deploys for ``target``, as far as modelled: what decides the
+    deployment, not the whole of what `bundle validate -o json` prints (no paths translated, no
+    job tasks merged by key, no default fields the CLI fills in for the API).
 
     `variables` are --var values; `environment` holds BUNDLE_VAR_* entries; `overrides_file` is
     the content of `.databricks/bundle/<target>/variable-overrides.json`. The permission warnings

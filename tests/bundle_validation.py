@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -25,15 +26,21 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 RESOURCES_DIR = REPO_ROOT / "resources"
 BUNDLE_ROOT_FILE = REPO_ROOT / "databricks.yml"
 # CI runs in a fresh clone with the shared/ checkout beside the repository; a git worktree one level
-# further down (<checkout>/../wt/<name>) finds the same checkout one directory higher.
+# further down (<checkout>/../wt/<name>) finds the same checkout one directory higher. Without it,
+# the CLI prints its own schema (`databricks bundle schema > <file>`: cmd/bundle/schema.go), named by
+# OFFSETLAKE_BUNDLE_SCHEMA (docs/deploy.md, "Checking the bundle offline").
 _SCHEMA_IN_SHARED = Path("shared") / "schemas" / "databricks-bundle.schema.json"
-BUNDLE_SCHEMA_PATH = next(
-    (
-        folder / _SCHEMA_IN_SHARED
-        for folder in REPO_ROOT.parents[:2]
-        if (folder / _SCHEMA_IN_SHARED).is_file()
-    ),
-    REPO_ROOT.parent / _SCHEMA_IN_SHARED,
+BUNDLE_SCHEMA_PATH = (
+    Path(os.environ["OFFSETLAKE_BUNDLE_SCHEMA"])
+    if os.environ.get("OFFSETLAKE_BUNDLE_SCHEMA")
+    else next(
+        (
+            folder / _SCHEMA_IN_SHARED
+            for folder in REPO_ROOT.parents[:2]
+            if (folder / _SCHEMA_IN_SHARED).is_file()
+        ),
+        REPO_ROOT.parent / _SCHEMA_IN_SHARED,
+    )
 )
 
 VARIABLE_REFERENCE = re.compile(r"\$\{var\.([A-Za-z0-9_-]+)\}")

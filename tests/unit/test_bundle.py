@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -65,7 +67,8 @@ FAILOVER_DOCUMENT = python_defined("dev")
 @pytest.fixture(scope="module")
 def bundle_validator() -> Validator:
     assert BUNDLE_SCHEMA_PATH.is_file(), (
-        f"bundle JSON schema not found at {BUNDLE_SCHEMA_PATH}: the shared/ checkout must sit beside the repo"
+        f"bundle JSON schema not found at {BUNDLE_SCHEMA_PATH}: put the shared/ checkout beside the repo, "
+        "or `databricks bundle schema > <file>` and OFFSETLAKE_BUNDLE_SCHEMA=<file>"
     )
     return load_bundle_validator()
 
@@ -525,6 +528,7 @@ def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, 
         "notification_emails",
         "notification_destinations",
         "alert_subscriptions",
+        "job_permissions",
         "dashboard_permissions",
     }
     targets = load_yaml(BUNDLE_ROOT_FILE)["targets"]
@@ -535,6 +539,70 @@ def test_variables_without_defaults_are_set_at_deploy_time(variables: dict[str, 
 def test_deploy_doc_names_every_variable(variables: dict[str, dict[str, Any]]) -> None:
     deploy_doc = (REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
     assert [name for name in variables if f"`{name}`" not in deploy_doc] == []
+
+
+# --- the set-up the docs describe (issue 47) ------------------------------------------------------
+
+CONSTRAINTS = dict(
+    line.split("==", 1)
+    for line in (REPO_ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    if "==" in line and not line.startswith("#")
+)
+DEPLOY_DOC = (REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_python_range_is_the_one_bootstrap_and_the_docs_state(project: dict[str, Any]) -> None:
+    from packaging.specifiers import SpecifierSet
+
+    accepted = SpecifierSet(project["requires-python"])
+    minors = [minor for minor in range(8, 20) if f"3.{minor}.0" in accepted]
+    assert minors == [11, 12, 13]  # 3.13: every compiled pin has a cp313 wheel (pyproject.toml)
+    bootstrap = (REPO_ROOT / "scripts" / "bootstrap.sh").read_text(encoding="utf-8")
+    ((low, high),) = re.findall(r"\(3, (\d+)\) <= sys\.version_info\[:2\] < \(3, (\d+)\)", bootstrap)
+    assert list(range(int(low), int(high))) == minors
+    (candidates,) = re.findall(r"for candidate in ([^;]+);", bootstrap)
+    assert {f"python3.{minor}" for minor in minors} <= set(candidates.split())
+    assert "Python **3.11, 3.12 or 3.13**" in DEPLOY_DOC
+    assert "Python 3.11 to 3.13" in README
+
+
+def test_the_cli_floor_is_what_the_pinned_databricks_bundles_asks(project: dict[str, Any]) -> None:
+    """databricks-bundles 1.22.1's description: "Install the Databricks CLI, version 1.22.1 or above"."""
+    pinned = CONSTRAINTS["databricks-bundles"]
+    assert project["optional-dependencies"]["deploy"] == [f"databricks-bundles=={pinned}"]
+    assert load_yaml(BUNDLE_ROOT_FILE)["bundle"]["databricks_cli_version"] == f">= {pinned}"
+    assert f"Databricks CLI **{pinned} or newer**" in DEPLOY_DOC
+
+
+def test_the_deploy_extra_is_what_loading_the_resources_imports(project: dict[str, Any]) -> None:
+    """The CLI's .venv needs the project and the `deploy` extra only (no Spark, no test toolchain):
+    every distribution that loading resources/ imports is one of them or their dependencies."""
+    script = (
+        "import json, sys; from importlib.metadata import packages_distributions; "
+        "before = set(sys.modules); "
+        "from tests.bundle_resolver import python_resources_of_target as load; "
+        f"load('prod', {DEPLOY_VALUES['prod']!r}); "
+        "owners = packages_distributions(); "
+        "tops = {m.split('.')[0] for m in set(sys.modules) - before}; "
+        "print(json.dumps(sorted({d for top in tops for d in owners.get(top, [])})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    imported = {name.lower() for name in json.loads(done.stdout)}
+    declared = [*project["dependencies"], *project["optional-dependencies"]["deploy"]]
+    allowed = {re.split(r"[<>=\[ ]", requirement, maxsplit=1)[0].lower() for requirement in declared}
+    assert "databricks-bundles" in imported and "pyyaml" in imported
+    assert imported - {"offsetlake"} <= allowed, imported - allowed
+
+
+def test_the_quick_start_makes_the_venv_the_bundle_needs() -> None:
+    start = README.split("## Deploying to Databricks", 1)[1]
+    venv = start.index("python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[deploy]'")
+    assert venv < start.index("databricks bundle validate -t dev")
+    assert "-e '.[deploy]'" in DEPLOY_DOC
 
 
 def test_architecture_table_parsing_handles_sibling_keys_and_escaped_pipes() -> None:

@@ -24,10 +24,12 @@ from tests.bundle_resolver import (
     DestroyPlan,
     Identity,
     destroy_plan,
+    job_runners,
     load_configuration,
     principal_of,
     resolve_bundle,
     resources_named,
+    root_folder_acl,
     secret_scope_acls,
     target_mode_errors,
 )
@@ -155,10 +157,10 @@ def test_nothing_required_is_left_empty(resolved: dict[str, Any]) -> None:
 
 
 def test_an_empty_recipient_list_given_for_prod_is_caught() -> None:
+    """The failover job pages only when destinations are listed (dev lists none); the sync job's
+    prod paging still shows an empty list."""
     assert sorted(empty_values(resolve("prod", notification_destinations=[])["resources"])) == sorted(
         [
-            ".jobs.offsetlake_failover.webhook_notifications.on_failure",
-            ".jobs.offsetlake_failover.webhook_notifications.on_duration_warning_threshold_exceeded",
             ".jobs.offsetlake_sync.webhook_notifications.on_failure",
             ".jobs.offsetlake_sync.webhook_notifications.on_duration_warning_threshold_exceeded",
         ]
@@ -444,6 +446,85 @@ def test_bundle_validate_prints_no_permission_warning(target: str, identity: Ide
     values = REQUIRED_EVERYWHERE if target == "dev" else PROD_OVERRIDES
     resolve_bundle(target, identity=identity, overrides_file=values, warnings=warnings)
     assert warnings == []
+
+
+# --- the on-call path and permissions that do not depend on who deployed (issue 47) -----------------
+
+SP = ("service_principal_name", SERVICE_PRINCIPAL)
+JANE_USER = ("user_name", "jane.doe@example.com")
+RUN_WITHOUT_THE_BUNDLE = re.compile(r"databricks jobs run-now --timeout (\d+)m --json '([^']*)'")
+
+
+@pytest.mark.parametrize("deployer", [PROD_DEPLOYER, JANE_OPERATOR], ids=["sp", "second-identity"])
+def test_who_reads_the_scope_and_the_root_and_who_starts_the_failover(deployer: Identity) -> None:
+    """Only the service principal can read the bundle root, where `bundle run` pulls the state from
+    (cmd/bundle/run.go AlwaysPull, ErrorOnEmptyState; bundle/permissions/workspace_root.go): the
+    operators start the failover job by its id, which their CAN_MANAGE allows. Readers get none."""
+    resolved = resolve("prod", identity=deployer)
+    assert root_folder_acl(resolved) == {SP: "CAN_MANAGE"}
+    assert job_runners(resolved, "offsetlake_failover") == {SP, OPERATORS} | (
+        {JANE_USER} if deployer == JANE_OPERATOR else set()
+    )
+    assert READERS not in secret_scope_acls(resolved, "offsetlake_kafka")
+
+
+@pytest.mark.parametrize("deployer", [PROD_DEPLOYER, JANE_OPERATOR, JOHN], ids=["sp", "operator", "other"])
+def test_the_service_principal_manages_what_its_runs_drive_whoever_deployed(deployer: Identity) -> None:
+    """The failover job (run as the service principal) pauses the sync job, starts the pipeline's
+    refresh and reads its own run: the principal is listed CAN_MANAGE, not only owner by its own
+    deploy (fix_permissions.go makes the deploying identity the owner, whoever it is)."""
+    resolved = resolve("prod", identity=deployer)
+    for name in ("jobs.offsetlake_sync", "jobs.offsetlake_failover", "pipelines.offsetlake_pipeline"):
+        (resource,) = resources_named(resolved, name).values()
+        levels = {principal_of(p): p["level"] for p in resource["permissions"]}
+        expected = "IS_OWNER" if deployer == PROD_DEPLOYER else "CAN_MANAGE"
+        assert levels[SP] == expected, name
+        assert levels[OPERATORS] == "CAN_MANAGE", name
+        assert [p for p, level in levels.items() if level == "IS_OWNER"] == [
+            (("service_principal_name" if deployer.is_service_principal else "user_name"), deployer.user_name)
+        ], name
+
+
+def test_the_failovers_access_and_paging_follow_the_variables_not_the_targets_name(tmp_path: Path) -> None:
+    def renamed(configuration: dict[str, Any]) -> None:
+        configuration["targets"]["production"] = configuration["targets"].pop("prod")
+
+    root = copy_of_the_bundle(tmp_path, renamed)
+    resolved = resolve_bundle("production", identity=PROD_DEPLOYER, overrides_file=PROD_OVERRIDES, root=root)
+    failover = resolved["resources"]["jobs"]["offsetlake_failover"]
+    assert OPERATORS in job_runners(resolved, "offsetlake_failover")
+    assert failover["webhook_notifications"]["on_failure"] == PROD_OVERRIDES["notification_destinations"]
+
+
+def failover_section() -> str:
+    text = DEPLOY_DOC.read_text(encoding="utf-8")
+    return text.split("\n## 6. Failing over\n", 1)[1].split("\n## 7.", 1)[0]
+
+
+def test_the_failover_section_needs_only_the_cli_and_a_login() -> None:
+    """No bundle checkout, overrides file or .venv: the operator finds the job by its deployed name
+    and starts it with job parameters (cmd/workspace/jobs/jobs.go: `jobs list --name`, `run-now`
+    with --json, which waits up to --timeout, 20 minutes unless given)."""
+    section = failover_section()
+    commands = "\n".join(re.findall(r"```sh\n(.*?)```", section, re.DOTALL))
+    assert commands.count("databricks ") >= 6
+    for needed_only_by_the_deployer in ("databricks bundle", "variable-overrides", ".venv", "pip "):
+        assert needed_only_by_the_deployer not in commands
+    failover = resolve("prod", identity=PROD_DEPLOYER)["resources"]["jobs"]["offsetlake_failover"]
+    (listed,) = set(re.findall(r"databricks jobs list --name (\S+)", section))
+    assert listed == failover["name"]
+    declared = {p["name"] for p in failover["parameters"]}
+    runs = RUN_WITHOUT_THE_BUNDLE.findall(commands)
+    assert len(runs) >= 4
+    modes = set()
+    for minutes, body in runs:
+        request = json.loads(body.replace("<job id>", "812"))
+        assert set(request) <= {"job_id", "job_parameters"} and request["job_id"] == 812
+        assert set(request.get("job_parameters", {})) <= declared
+        modes.add(request.get("job_parameters", {}).get("mode", "plan"))
+        # The CLI waits for the run's end: the job's own timeout, which bounds the whole run, fits in it.
+        assert int(minutes) * 60 > failover["timeout_seconds"]
+    assert modes == {"plan", "apply"}
 
 
 def copy_of_the_bundle(tmp_path: Path, edit: Any) -> Path:
