@@ -308,7 +308,12 @@ def test_plan_then_apply_handles_every_case_and_converges(
     }
 
     applied = harness.run("apply")
-    assert applied.exit_code == 0, applied
+    # Everything placeable is placed; the three refusals make it INCOMPLETE, each one named.
+    assert applied.exit_code == ApplyStatus.INCOMPLETE, applied
+    assert "INCOMPLETE: 3 partitions not placed: " in applied.stderr, applied
+    refusals = ((ahead, "skip_would_rewind"), (missing, "skip_missing_topic"), (stale, "skip_stale"))
+    for group, action in refusals:
+        assert re.search(rf"{group} \S+\[0\] \({action}\)", applied.stderr), (group, applied.stderr)
     assert position(target_bootstrap, empty, topic) == 6
     assert position(target_bootstrap, new, topic, 0) == 4
     assert position(target_bootstrap, new, topic, 1) == 3
@@ -354,7 +359,8 @@ def test_plan_then_apply_handles_every_case_and_converges(
     assert f"{ahead}: applied 1 (re-read 3, skipped 0 records)" in rewound.stdout
 
     again = harness.run("apply")
-    assert again.exit_code == 0, again
+    assert again.exit_code == ApplyStatus.INCOMPLETE, again
+    assert "INCOMPLETE: 2 partitions not placed: " in again.stderr, again
     plan_rows = harness.audit(f"run_id = '{again.run_id}'")
     assert {row["plan_action"] for row in plan_rows} == {"noop", "skip_missing_topic", "skip_stale"}
     stages = Counter((row["stage"], row["outcome"]) for row in plan_rows if row["plan_action"] == "noop")
@@ -378,7 +384,10 @@ def test_an_active_group_fails_the_run_or_is_skipped(
         assert position(target_bootstrap, active, topic) is None
 
         skipped = harness.run("apply", "--active-group-policy", "skip")
-        assert skipped.exit_code == 0, skipped
+        # The others are applied; the group left alone is not placed: exit 3, named.
+        assert skipped.exit_code == ApplyStatus.REFUSED, skipped
+        not_placed = f"INCOMPLETE: 1 partitions not placed: {active} {topic}[0] (skip_active_group)"
+        assert not_placed in skipped.stderr, skipped
         assert position(target_bootstrap, idle, topic) == 3
         assert position(target_bootstrap, active, topic) is None
         assert f"{active}: skip_active_group 1" in skipped.stdout
@@ -417,7 +426,8 @@ def test_a_group_that_becomes_active_between_plan_and_alter_is_left_alone(
     assert (results[idle]["outcome"], results[idle]["verified"]) == ("applied", True)
 
     skipped = harness.run("apply", "--active-group-policy", "skip")
-    assert skipped.exit_code == ApplyStatus.OK, skipped
+    assert skipped.exit_code == ApplyStatus.REFUSED, skipped
+    assert f"INCOMPLETE: 1 partitions not placed: {joined} {topic}[0] (apply)" in skipped.stderr
     assert re.search(
         rf"^{re.escape(joined)}: skipped_active_group 1; error: .* before the alter$", skipped.stdout, re.M
     )
@@ -502,7 +512,7 @@ def test_stale_translations_and_as_of_restore(
     # A newer position from an older translation than the one applied: refused, not a rewind.
     harness.write_latest([Translation(group, topic, 9, t0)])
     older = harness.run("apply")
-    assert older.exit_code == 0, older
+    assert older.exit_code == ApplyStatus.INCOMPLETE, older
     assert f"{group}: skip_stale 1" in older.stdout
     assert position(target_bootstrap, group, topic) == 7
 
@@ -512,7 +522,7 @@ def test_stale_translations_and_as_of_restore(
 
     as_of = (t0 + timedelta(minutes=5)).isoformat()
     refused = harness.run("apply", "--as-of", as_of)
-    assert refused.exit_code == 0, refused
+    assert refused.exit_code == ApplyStatus.INCOMPLETE, refused
     assert "already applied" in refused.stdout
     assert position(target_bootstrap, group, topic) == 7
 
@@ -790,7 +800,7 @@ def test_keep_alive_recommits_a_standby_group_when_due_and_never_an_active_one(
     # Due (an interval of about 0.1 s), but a member has joined `active` since: only the standby group.
     with active_consumer(target_bootstrap, active, topic):
         due = harness.run("apply", "--keep-alive-fraction", "0.000001", "--active-group-policy", "skip")
-    assert due.exit_code == 0, due
+    assert due.exit_code == ApplyStatus.REFUSED, due  # the active group is left alone: not placed
     assert f"{standby}: refreshed 1" in due.stdout, due
     assert f"{active}: skip_active_group 1" in due.stdout, due
     results = {
@@ -979,7 +989,9 @@ def test_poison_rows_in_gold_are_skipped_alone_and_audited(
     harness.write_latest(rows)
 
     applied = harness.run("apply")
-    assert applied.exit_code == ApplyStatus.OK, applied
+    # The good rows are applied; the poison ones are not placed, so the run is INCOMPLETE.
+    assert applied.exit_code == ApplyStatus.INCOMPLETE, applied
+    assert "INCOMPLETE: 3 partitions not placed: " in applied.stderr, applied
     assert {position(target_bootstrap, group, topic) for group in good} == {5}
     results = harness.audit(f"run_id = '{applied.run_id}' AND stage = 'result'")
     by_group = {row["consumer_group"]: row for row in results}
@@ -1020,7 +1032,7 @@ def test_a_translation_resting_on_a_record_k2k_routed_twice_is_refused_unless_ig
     _write_conflicts(harness, group, topics)
 
     refused = harness.run("apply")
-    assert refused.exit_code == 0, refused  # a skip is not a failure
+    assert refused.exit_code == ApplyStatus.INCOMPLETE, refused  # refused partitions are not placed
     assert all(position(target_bootstrap, group, topic) is None for topic in topics)
     assert f"{group}: skip_duplicate_routing 2" in refused.stdout, refused.stdout
     rows = harness.audit(f"run_id = '{refused.run_id}'")
@@ -1134,7 +1146,15 @@ def test_the_failover_searches_the_newest_snapshot_on_k2ks_tracing_headers_itsel
     assert without.exit_code == 0, without
     assert "K2K tracing headers" not in without.stdout, "off unless routes are configured"
 
-    applied = harness.run("apply", "--checkpoint-tail", *routes)
+    # Gold holds a checkpoint of us-east and the target no checkpoints topic of it: a newer
+    # checkpoint may exist that the run cannot see, so its partitions are refused unless accepted.
+    unread = harness.run("apply", "--checkpoint-tail", *routes)
+    assert unread.exit_code == ApplyStatus.INCOMPLETE, unread
+    assert f"{group} {target}[0] (skip_tail_unread)" in unread.stderr, unread
+    assert "no checkpoints topic us-east.checkpoints.internal on the target" in unread.stdout, unread
+    assert position(target_bootstrap, group, target) is None
+
+    applied = harness.run("apply", "--checkpoint-tail", *routes, "--accept-gold-without-tail")
     assert applied.exit_code == 0, applied
     assert position(target_bootstrap, group, target) == offsets[3], "the record of source offset 5 itself"
     assert "1 group-partition(s) searched now, 1 translated more freshly than gold" in applied.stdout

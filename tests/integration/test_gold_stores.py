@@ -324,8 +324,8 @@ def test_the_audit_pending_in_arrow_is_read_alike_and_folded_once(
     ]
 
     applied = arrow_store.last_applied()
-    assert applied == {("app", "east.orders", 0): audit.LastApplied(at(1), at(20))}
-    assert spark_store.last_applied() == {("app", "east.orders", 0): audit.LastApplied(at(1), at(10))}
+    assert applied == {("app", "east.orders", 0): audit.LastApplied(at(1), at(20), 5)}
+    assert spark_store.last_applied() == {("app", "east.orders", 0): audit.LastApplied(at(1), at(10), 5)}
 
     assert fold_journal(spark, LocalHome(tmp_path)) == 2
     assert journal_files(LocalHome(tmp_path), schema) == []
@@ -348,7 +348,7 @@ def test_the_audit_pending_in_arrow_is_read_alike_and_folded_once(
     rows = spark.sql(f"SELECT * FROM `{schema}`.apply_audit WHERE run_id = 'run-3'").collect()
     assert len(rows) == len(third)
     assert spark_store.last_applied() == arrow_store.last_applied()
-    assert arrow_store.last_applied()[("app", "east.orders", 0)] == audit.LastApplied(at(1), at(30))
+    assert arrow_store.last_applied()[("app", "east.orders", 0)] == audit.LastApplied(at(1), at(30), 5)
     # Timestamps survive the fold as instants.
     assert {row["run_started_at"].replace(tzinfo=UTC) for row in rows} == {at(29)}
 
@@ -407,7 +407,7 @@ def test_a_local_spark_session_sees_the_rows_a_run_without_spark_audited(tmp_pat
     )
     assert list((home / "audit-pending" / "offsetlake").iterdir()) == []
     assert LocalGoldStore(LocalHome(home)).last_applied() == {
-        ("app", "east.orders", 0): audit.LastApplied(at(1), at(20))
+        ("app", "east.orders", 0): audit.LastApplied(at(1), at(20), 5)
     }
 
 

@@ -239,7 +239,7 @@ def placement_lines(result: ApplyResult) -> list[str]:
             else f"its partitions are REFUSED (pass {Flag.ACCEPT_GOLD_WITHOUT_TAIL} to plan from gold)"
         )
         lines.append(f"checkpoint tail: {source}: {why}: {verdict}")
-    if result.snapshots == 0:
+    if result.snapshots == 0 and request.checkpoint_tail is not None:  # an outage's path
         lines.append(
             "known partitions: gold holds no group snapshot (the source was never read): a partition a "
             "group committed without an MM2 checkpoint is unknown and cannot be placed; "
