@@ -11,6 +11,7 @@ import io
 import os
 import signal
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -335,30 +336,28 @@ def test_the_sync_loop_refuses_a_repeated_full_refresh_and_a_zero_interval() -> 
 
 
 class _IdleServer:
-    """A WarmServer stand-in: always up, starts no JVM."""
+    """A WarmServer stand-in: up once started, starts no JVM."""
 
     url = "sc://localhost:0"
 
     def __init__(self, *_: object, **__: object) -> None:
-        pass
+        self.up = False
 
     def __enter__(self) -> _IdleServer:
         return self
 
     def __exit__(self, *_: object) -> None:
-        pass
+        self.stop()
 
     def alive(self) -> bool:
-        return True
+        return self.up
 
     def stop(self) -> None:
-        pass
+        self.up = False
 
-    def start(self) -> None:
-        pass
-
-    def restart(self) -> None:
-        pass
+    def start(self, interrupted: Callable[[], bool] | None = None) -> bool:
+        self.up = True
+        return True
 
 
 def test_the_sync_loop_skips_an_update_whose_run_lock_a_reader_holds_and_goes_on(
