@@ -96,10 +96,11 @@ def run_pipeline(
 
     ``kafka_properties`` (a Java properties file of client settings) reaches the readers through
     the environment, never through the spec on disk. Past ``timeout_s`` the update is stopped and
-    counts as failed. Whatever ends it (failure,
-    deadline, SIGINT/SIGTERM, which raise StopSignalError after cleanup), no process it started is
-    left and gold holds at least what it held before (local/gold_guard.py). A home another
-    process is using is refused before anything is touched (local/locks.py).
+    counts as failed. Whatever ends it (failure, deadline, SIGINT/SIGTERM, which raise
+    StopSignalError after cleanup), no process it started is left and gold holds at least what it
+    held before (local/gold_guard.py): each table the update's log reports COMPLETED keeps the
+    update's version, the others their previous one. A home another process is using is refused
+    before anything is touched (local/locks.py).
 
     Without ``server`` the update starts its own Spark, with C2 as well as C1 when it is about to
     read a large backlog from the target (local/jit.py; ``echo`` gets the choice first). With
