@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -81,3 +84,84 @@ def test_a_first_update_has_nothing_to_restore(tmp_path: Path) -> None:
     guard.protect()
     _write(tmp_path, "latest_offsets", {"half.parquet": b"partial"})
     assert guard.settle(completed=()) == []
+
+
+class _Crash(BaseException):
+    """The process dying at this filesystem step (BaseException: no ``except Exception`` stops it)."""
+
+
+_STEPS = ("unlink", "rmdir", "link", "replace", "rename")
+"""Every filesystem change the guard makes goes through one of these (shutil.rmtree and copytree too)."""
+
+
+@dataclass
+class _Dying:
+    """Counts the guard's filesystem changes and raises _Crash instead of change number ``at``."""
+
+    at: int | None
+    done: list[str] = field(default_factory=list)
+    counting: bool = True
+
+    def patch(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        for name in _STEPS:
+            monkeypatch.setattr(os, name, self._step(name, getattr(os, name)))
+
+    def _step(self, name: str, real: Callable[..., object]) -> Callable[..., object]:
+        def change(*args: object, **kwargs: object) -> object:
+            if self.counting:
+                if len(self.done) == self.at:
+                    raise _Crash(name)
+                self.done.append(name)
+            return real(*args, **kwargs)
+
+        return change
+
+
+V1 = {"_SUCCESS": b"", "part-0.parquet": b"v1 a", "part-1.parquet": b"v1 b", "part-2.parquet": b"v1 c"}
+V2 = {"part-7.parquet": b"v2 a", "part-8.parquet": b"v2 b"}
+COMPLETED = frozenset(GUARDED_TABLES[::2])
+
+
+def _update(home: Path, *, crash: int | None, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """One update's guard: protect, the engine rewrites every table (the completed ones whole, the
+    others truncated), settle; the process dies at the guard's filesystem change ``crash``. The
+    guard's changes."""
+    for name in GUARDED_TABLES:
+        _write(home, name, V1)
+    dying = _Dying(crash)
+    with monkeypatch.context() as patched:
+        dying.patch(patched)
+        try:
+            GoldGuard(home).protect()
+            dying.counting = False  # the engine's changes are not the guard's
+            for name in GUARDED_TABLES:
+                _rewrite(home, name, V2 if name in COMPLETED else {"part-9.parquet": b"half"})
+            dying.counting = True
+            GoldGuard(home).settle(COMPLETED)
+        except _Crash:
+            pass
+    return dying.done
+
+
+def test_a_crash_at_any_step_of_the_guard_never_puts_a_partial_backup_over_gold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: killed while it deleted its backup, the guard left its marker beside a partial
+    backup, and the next failover restored the partial copy over complete gold (a group missing).
+    Here the process dies at each filesystem change in turn, then the next reader recovers: every
+    table is whole, the old version or (once the update settled it as completed) the new one."""
+    steps = len(_update(tmp_path / "whole", crash=None, monkeypatch=monkeypatch))
+    assert steps > 2 * len(V1) * len(GUARDED_TABLES)  # links in, links back, deletions
+    settled = None
+    for crash in range(steps + 1):
+        home = tmp_path / f"crash-{crash}"
+        _update(home, crash=crash, monkeypatch=monkeypatch)
+        GoldGuard(home).recover()
+        tables = {name: _files(home, name) for name in GUARDED_TABLES}
+        for name, files in tables.items():
+            assert files in (V1, V2) if name in COMPLETED else files == V1, (crash, name, sorted(files))
+        if all(tables[name] == V2 for name in COMPLETED) and settled is None:
+            settled = crash  # from here on the update's completed tables are kept
+        assert settled is None or all(tables[name] == V2 for name in COMPLETED), (crash, settled)
+        assert not GoldGuard(home).interrupted
+    assert settled is not None and settled < steps

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import signal
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from offsetlake.cli.render import sql_table
 from offsetlake.errors import InvalidValueError, StopSignalError, UsageError
 from offsetlake.local import pipeline_run
 from offsetlake.local.connect_server import ConnectServerError, WarmServer
+from offsetlake.local.gold_guard import GUARDED_TABLES
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
@@ -266,6 +270,7 @@ def test_a_failure_that_was_not_restarted_is_no_restart_and_fails_the_run() -> N
     log = _log([*_restarted(flow, 1), f"2026-11-23 10:00:10: Flow '{flow}' has FAILED.", *RUN_COMPLETED])
     assert log.restarts() == 1
     assert judge(0, log) == (False, f"flows failed: {flow}")
+    assert log.completed_tables() == set()  # its COMPLETED is not real: gold is put back
 
 
 def test_status_says_completed_with_its_restarts_and_failed_only_for_a_failed_run() -> None:
@@ -331,30 +336,28 @@ def test_the_sync_loop_refuses_a_repeated_full_refresh_and_a_zero_interval() -> 
 
 
 class _IdleServer:
-    """A WarmServer stand-in: always up, starts no JVM."""
+    """A WarmServer stand-in: up once started, starts no JVM."""
 
     url = "sc://localhost:0"
 
     def __init__(self, *_: object, **__: object) -> None:
-        pass
+        self.up = False
 
     def __enter__(self) -> _IdleServer:
         return self
 
     def __exit__(self, *_: object) -> None:
-        pass
+        self.stop()
 
     def alive(self) -> bool:
-        return True
+        return self.up
 
     def stop(self) -> None:
-        pass
+        self.up = False
 
-    def start(self) -> None:
-        pass
-
-    def restart(self) -> None:
-        pass
+    def start(self, interrupted: Callable[[], bool] | None = None) -> bool:
+        self.up = True
+        return True
 
 
 def test_the_sync_loop_skips_an_update_whose_run_lock_a_reader_holds_and_goes_on(
@@ -382,3 +385,44 @@ def test_the_sync_loop_skips_an_update_whose_run_lock_a_reader_holds_and_goes_on
     lines = context.out.getvalue().splitlines()
     assert lines[1].endswith("update 1: skipped: local home is in use by process 42 (offsetlake failover)")
     assert lines[2].endswith("update 2: completed in 1.0s")
+
+
+def test_a_sigterm_after_the_run_completed_keeps_the_updates_gold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: SIGTERM after "Run is COMPLETED" threw the completed update's gold away (every
+    table put back), so a failover could apply an older translation past the true position. A
+    stand-in for the pipelines CLI rewrites gold, reports every flow and the run COMPLETED, then
+    lingers (as the client does on its way out); the signal comes when the run's event is read."""
+    home = LocalHome(tmp_path / "home")
+    for table in GUARDED_TABLES:
+        (home.schema_dir / table).mkdir(parents=True)
+        (home.schema_dir / table / "old.parquet").write_bytes(b"v1")
+    events = [
+        f"2026-11-28 02:00:00: Flow spark_catalog.offsetlake.{table} has COMPLETED."
+        for table in GUARDED_TABLES
+    ]
+    script = tmp_path / "engine.py"
+    script.write_text(
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        f"for table in {list(GUARDED_TABLES)!r}:\n"
+        f"    (Path({str(home.schema_dir)!r}) / table / 'old.parquet').unlink()\n"
+        f"    (Path({str(home.schema_dir)!r}) / table / 'new.parquet').write_bytes(b'v2')\n"
+        f"print({chr(10).join([*events, *RUN_COMPLETED])!r}, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    monkeypatch.setattr(pipeline_run, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
+
+    def echo(line: str) -> None:
+        if line == RUN_COMPLETED[0]:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled in the main thread: StopSignalError
+
+    settings = PipelineSettings(
+        target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
+    )
+    with pytest.raises(StopSignalError):
+        run_pipeline(settings, home.root, echo=echo)
+    for table in GUARDED_TABLES:
+        assert [path.name for path in (home.schema_dir / table).iterdir()] == ["new.parquet"], table
+    assert not home.gold_backup.exists()

@@ -110,26 +110,38 @@ def run_every(
     the gold guard put back) and the loop goes on.
 
     A failover goes first (local/locks.py, stand-aside protocol): asked, the loop stops an update in
-    progress (gold put back), stops its server, starts nothing while the failover runs, then resumes
-    with a line saying so. An update whose run lock a reader holds (the failover's gold reads) is
-    skipped with a line: the next one comes at the next interval."""
+    progress (gold put back) or the server it is starting, stops its server, starts nothing while
+    the failover runs, then resumes with a line saying so. A request is looked for before the
+    server starts and before each update, so one made in between is not lost. An update whose run
+    lock a reader holds (the failover's gold reads) is skipped with a line: the next one comes at
+    the next interval."""
     with sync_loop(home) as loop, WarmServer(home, kafka_properties=kafka_properties) as server:
-        print(
-            f"{_now()} local Spark Connect server {server.url} up; an update every "
-            f"{format_duration(every)} until Ctrl-C or SIGTERM",
-            file=context.out,
-            flush=True,
-        )
         number = 0
+        stopped = True  # by the loop itself: not started yet, stood aside, or after a failed update
         while True:
-            number += 1
             started = time.monotonic()
-            _stand_aside_if_asked(loop, server, context)
+            stopped = _stand_aside_if_asked(loop, server, context) or stopped
             if not server.alive():
-                print(f"{_now()} the local Spark Connect server is gone; starting another", file=context.out)
-                server.restart()
+                if not stopped:
+                    print(
+                        f"{_now()} the local Spark Connect server is gone; starting another", file=context.out
+                    )
+                if not server.start(interrupted=lambda: loop.asked):
+                    continue  # a failover asked while the server started: stand aside first
+                if number == 0:
+                    print(
+                        f"{_now()} local Spark Connect server {server.url} up; an update every "
+                        f"{format_duration(every)} until Ctrl-C or SIGTERM",
+                        file=context.out,
+                        flush=True,
+                    )
+                stopped = False
             stop = threading.Event()
             loop.on_request = stop.set
+            if loop.asked:  # since the look above: the signal came before the update could hear it
+                loop.on_request = None
+                continue
+            number += 1
             try:
                 result = run_pipeline(
                     settings, home, kafka_properties=kafka_properties, server=server, stop=stop
@@ -139,28 +151,31 @@ def run_every(
             else:
                 asked = loop.requester() is not None
                 print(update_line(number, result, stood_aside=asked), file=context.out, flush=True)
-                if not result.succeeded and not asked:
-                    server.restart()
+                if not result.succeeded:
+                    server.stop()  # started again (interruptibly) at the top, unless asked
+                    stopped = True
             finally:
                 loop.on_request = None
             while time.monotonic() - started < every.total_seconds() and loop.requester() is None:
                 time.sleep(min(_POLL_S, max(0.0, every.total_seconds() - (time.monotonic() - started))))
 
 
-def _stand_aside_if_asked(loop: SyncLoop, server: WarmServer, context: Context) -> None:
-    """With a live process asking (a failover), stop the server, wait for it to finish, resume."""
-    requester = loop.requester()
-    if requester is None:
-        return
+def _stand_aside_if_asked(loop: SyncLoop, server: WarmServer, context: Context) -> bool:
+    """With a live request (a failover's), stop the server and wait for the request to end: True.
+    The stand-aside signal's flag is cleared first: one that comes after this look is seen later."""
+    loop.asked = False
+    request = loop.requester()
+    if request is None:
+        return False
     server.stop()
     print(
-        f"{_now()} standing aside for process {requester} (a failover): no update until it ends",
+        f"{_now()} standing aside for process {request.pid} (a failover): no update until it ends",
         file=context.out,
         flush=True,
     )
-    loop.stand_aside(requester)
-    print(f"{_now()} process {requester} is done; resuming updates", file=context.out, flush=True)
-    server.start()
+    loop.stand_aside(request)
+    print(f"{_now()} process {request.pid} is done; resuming updates", file=context.out, flush=True)
+    return True
 
 
 def update_line(number: int, result: PipelineRunResult, *, stood_aside: bool = False) -> str:

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -58,8 +59,10 @@ class WarmServer:
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def start(self) -> None:
-        """Start the server and wait until it accepts connections (its SparkContext is up then)."""
+    def start(self, interrupted: Callable[[], bool] | None = None) -> bool:
+        """Start the server and wait until it accepts connections (its SparkContext is up then):
+        True. Should ``interrupted`` say so meanwhile, the server is stopped instead: False (a JVM
+        start can take longer than a failover waits for the sync loop to stand aside)."""
         check_home_free(self.home.root)
         self.home.pipeline_dir.mkdir(parents=True, exist_ok=True)
         self._port = _free_port()
@@ -85,6 +88,9 @@ class WarmServer:
         self._process = spawn_group(command, cwd=self.home.pipeline_dir, env=env, log_path=log_path)
         deadline = time.monotonic() + self._start_timeout_s
         while not _accepts(self._port):
+            if interrupted is not None and interrupted():
+                self.stop()
+                return False
             if not self.alive() or time.monotonic() > deadline:
                 code = self._process.poll()
                 self.stop()
@@ -95,6 +101,7 @@ class WarmServer:
                 )
                 raise ConnectServerError(f"the local Spark Connect server {why} (log: {log_path})")
             time.sleep(0.2)
+        return True
 
     def stop(self) -> None:
         """End the server's process group (given time to write the class-data archive, if it does)."""
@@ -102,14 +109,8 @@ class WarmServer:
             terminate_group(self._process, grace_s=self._stop_grace_s)
             self._process = None
 
-    def restart(self) -> None:
-        """A fresh server: after a failed update its caches may not match the tables on disk
-        (the gold guard may have put files back behind its back)."""
-        self.stop()
-        self.start()
-
     def __enter__(self) -> WarmServer:
-        self.start()
+        """The server, not started yet (:meth:`start`); stopped at the block's end."""
         return self
 
     def __exit__(self, *_: object) -> None:

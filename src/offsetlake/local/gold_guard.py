@@ -8,8 +8,12 @@ locally the tables are plain Parquet directories, so the runner keeps the last c
 itself:
 
 1. before an update, each gold table's files are hard-linked into a backup (Parquet files are
-   never modified in place, so this costs one link per file, not a copy) and a marker is written;
-2. after the update, every gold table whose flow did not complete gets its backup back;
+   never modified in place, so this costs one link per file, not a copy); then a marker naming
+   the tables backed up is put in place, atomically: a marker only ever names a complete backup;
+2. after the update, the marker is rewritten (atomically) to name only the tables whose flow did
+   not complete, those get their backup back, the marker is removed, and only then the backup:
+   a process killed at any point leaves either no marker (gold as the update left it, completed
+   tables kept) or a marker naming complete backups, which the next start puts back again;
 3. a marker left by a runner that was killed outright is honoured at the next start, before
    anything else runs, and by the next reader of gold (:func:`hold_whole_gold`), which may come
    first: a failover with the source down starts no update.
@@ -34,6 +38,7 @@ GUARDED_TABLES: Final[tuple[str, ...]] = tuple(
     spec.name for spec in ALL_TABLES if spec.kind == "materialized_view"
 )
 _MARKER: Final = "UPDATE-IN-PROGRESS"
+_MARKER_HEADER: Final = "a pipeline update is running; its runner restores these tables if it fails:"
 _POLL_S: Final = 0.1
 
 
@@ -65,32 +70,55 @@ class GoldGuard:
         return self.settle(completed=())
 
     def protect(self) -> None:
-        """Back up the tables as they are now (before an update starts)."""
+        """Back up the tables as they are now (before an update starts); the marker goes last."""
+        if self.interrupted:
+            raise GoldRecoveryError(f"{self._marker} names a backup not yet put back: recover() first")
         if self.backup_dir.exists():
-            shutil.rmtree(self.backup_dir)
+            shutil.rmtree(self.backup_dir)  # what a settled run's cleanup did not finish: no marker names it
         self.backup_dir.mkdir(parents=True)
+        backed_up = []
         for table in self._tables:
             source = self._schema_dir / table
             if source.is_dir():
                 _link_tree(source, self.backup_dir / table)
-        self._marker.write_text("a pipeline update is running; its runner restores gold if it fails\n")
+                backed_up.append(table)
+        self._name_backups(backed_up)
 
     def settle(self, completed: Collection[str]) -> list[str]:
-        """After an update: restore each table not in ``completed``; drop the backup. Names restored."""
+        """After an update: restore each table not in ``completed``; drop the backup. Names restored.
+
+        Crash-safe in this order: the marker first stops naming the completed tables, the others
+        are restored (again, after a crash: each restore starts from the complete backup), the
+        marker goes, and only then the backup it named."""
         restored = []
         if self._marker.exists():
-            for table in self._tables:
-                backup = self.backup_dir / table
-                if table in completed or not backup.is_dir():
-                    continue
+            named = self._named_backups()
+            restored = [table for table in named if table not in completed]
+            if restored != named:
+                self._name_backups(restored)
+            for table in restored:
                 target = self._schema_dir / table
                 if target.exists():
                     shutil.rmtree(target)
-                _link_tree(backup, target)
-                restored.append(table)
+                _link_tree(self.backup_dir / table, target)
+            self._marker.unlink()
         if self.backup_dir.exists():
             shutil.rmtree(self.backup_dir)
         return restored
+
+    def _name_backups(self, tables: Sequence[str]) -> None:
+        """Put the marker in place naming ``tables`` (each backed up whole), in one rename."""
+        partial = self.backup_dir / f".{_MARKER}"
+        partial.write_text("".join(f"{line}\n" for line in (_MARKER_HEADER, *tables)))
+        partial.replace(self._marker)
+
+    def _named_backups(self) -> list[str]:
+        """The tables the marker names. An older offsetlake's marker names none: then every table
+        with a backup, as that version restored."""
+        header, *tables = self._marker.read_text().splitlines() or [""]
+        if header == _MARKER_HEADER:
+            return tables
+        return [table for table in self._tables if (self.backup_dir / table).is_dir()]
 
 
 def hold_whole_gold(home: Path, *, wait_s: float = 0.0) -> RunLockHold:

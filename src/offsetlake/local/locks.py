@@ -11,11 +11,16 @@ home and says so in one line:
   run is refused even before the first one's JVM has opened the metastore.
 
 A failover goes first (stand-aside protocol): the local sync loop (``pipeline run --every``) holds
-``pipeline/sync-loop.lock`` (``flock``, its PID inside) for its life. A failover writes its PID to
-``pipeline/stand-aside`` and sends the loop SIGUSR1 (:func:`stand_aside_request`); the loop stops
-an update in progress (the gold guard puts gold back) and its Spark, writes the requester's PID to
-``pipeline/stand-aside.ack``, starts nothing while the requester lives, and resumes once the request
-is gone (:func:`sync_loop`). The failover waits a bounded time for the acknowledgement.
+``pipeline/sync-loop.lock`` (``flock``, its PID inside) for its life. A failover writes its request
+to ``pipeline/stand-aside`` and sends the loop SIGUSR1 (:func:`stand_aside_request`). A request names
+its owner by PID and the process's start time (``/proc/<pid>/stat``), so a PID the system gave to
+another process since does not pass for it, and a token; it expires unless its owner renews it,
+which it does while it lives. The loop stops an update in progress (the gold guard puts gold back)
+and its Spark, or a Spark it is starting, writes the request's token to ``pipeline/stand-aside.ack``,
+starts nothing while the request is live, and resumes once it is withdrawn, its owner gone, or it
+expired (:func:`sync_loop`). A request that is not live is ignored, and removed by whoever finds it.
+Requests are written and removed under ``pipeline/stand-aside.lock``. The failover waits a bounded
+time for the acknowledgement.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,6 +47,8 @@ from offsetlake.local.processes import parent_of
 STAND_ASIDE_SIGNAL: Final = signal.SIGUSR1
 DEFAULT_STAND_ASIDE_WAIT_S: Final = 45.0
 """A few seconds to be seen, plus an update's stop: its Spark's grace period (10 s) and gold put back."""
+REQUEST_TTL_S: Final = 60.0
+"""A stand-aside request its owner has not renewed for this long has expired (the owner hangs)."""
 _POLL_S: Final = 0.2
 _COMMAND_CHARS: Final = 120
 
@@ -84,30 +93,67 @@ class LoopDidNotStandAsideError(ExternalError):
     """The local sync loop was asked to stand aside and did not within the bound."""
 
 
+@dataclass(frozen=True)
+class StandAsideRequest:
+    """A failover's request: its owner (PID and that process's start time, in clock ticks since
+    boot), the token the loop's acknowledgement names, and when it expires (``time.time()``)."""
+
+    pid: int
+    started: int
+    token: str
+    expires: float
+
+    def line(self) -> str:
+        return f"pid={self.pid} started={self.started} token={self.token} expires={self.expires:.3f}\n"
+
+    @classmethod
+    def parse(cls, text: str) -> StandAsideRequest | None:
+        """The request ``text`` holds; None for anything else (an older offsetlake's bare PID)."""
+        fields = dict(field.partition("=")[::2] for field in text.split())
+        try:
+            return cls(int(fields["pid"]), int(fields["started"]), fields["token"], float(fields["expires"]))
+        except (KeyError, ValueError):
+            return None
+
+    def live(self, now: float) -> bool:
+        """Its owner still runs (the same process, not one given its PID since) and it has not expired."""
+        return now < self.expires and _process_start(self.pid) == self.started
+
+
 @dataclass
 class SyncLoop:
     """The loop's side of the stand-aside protocol (see the module docstring), from :func:`sync_loop`.
 
-    ``on_request`` (set by the loop around an update) runs inside the stand-aside signal's handler,
-    to stop the update's Spark at once; between updates the loop polls :meth:`requester`.
-    """
+    The stand-aside signal sets ``asked`` (the loop clears it before each look for a request, so
+    a request made while it starts its Spark or between its look and an update is not lost), and
+    runs ``on_request`` (set by the loop around an update, to stop the update's Spark at once)."""
 
     home: Path
     on_request: Callable[[], None] | None = None
+    asked: bool = False
+    """A flag, not a threading.Event: set in a signal handler, which must take no lock."""
 
-    def requester(self) -> int | None:
-        """The PID of a live process asking the loop to stand aside, else None (no request, or one
-        left by a process that is gone). A request written before the loop started counts too."""
-        pid = _read_pid(LocalHome(self.home).stand_aside)
-        return pid if pid is not None and _alive(pid) else None
+    def requester(self) -> StandAsideRequest | None:
+        """The live request asking the loop to stand aside, else None; a request that is not live
+        (its owner gone, its PID reused, expired, or unreadable) is removed. A request written
+        before the loop started counts too."""
+        path = LocalHome(self.home).stand_aside
+        if not path.exists():
+            return None
+        with _request_lock(self.home):
+            request = _read_request(path)
+            if request is not None and request.live(time.time()):
+                return request
+            path.unlink(missing_ok=True)
+        return None
 
-    def stand_aside(self, requester: int, *, poll_s: float = _POLL_S) -> None:
-        """Acknowledge ``requester`` (call with no update running and no Spark of the loop's own),
-        then block until its request is withdrawn or it is gone."""
+    def stand_aside(self, request: StandAsideRequest, *, poll_s: float = _POLL_S) -> None:
+        """Acknowledge ``request`` (call with no update running and no Spark of the loop's own),
+        then block while it is live: until it is withdrawn, its owner gone, or it expired."""
         ack = LocalHome(self.home).stand_aside_ack
-        _write_atomically(ack, f"{requester}\n")
+        _write_atomically(ack, f"{request.token}\n")
         try:
-            while _read_pid(LocalHome(self.home).stand_aside) == requester and _alive(requester):
+            while (current := self.requester()) is not None and current.token == request.token:
                 time.sleep(poll_s)
         finally:
             ack.unlink(missing_ok=True)
@@ -122,28 +168,31 @@ def sync_loop(home: Path) -> Iterator[SyncLoop]:
     loop = SyncLoop(home)
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
+        loop.asked = True
         if loop.on_request is not None:
             loop.on_request()
 
-    with path.open("a+", encoding="utf-8") as lock_file:
-        try:
-            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _read_pid(path)
-            raise HomeInUseError(
-                f"a local sync loop already runs on {home}"
-                + (f": {_describe(pid)}" if pid is not None else "")
-            ) from None
-        previous = signal.signal(STAND_ASIDE_SIGNAL, handler)
-        lock_file.truncate(0)
-        lock_file.write(f"{os.getpid()}\n")
-        lock_file.flush()
-        try:
-            yield loop
-        finally:
+    previous = signal.signal(STAND_ASIDE_SIGNAL, handler)  # before the lock names this process
+    try:
+        with path.open("a+", encoding="utf-8") as lock_file:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _read_pid(path)
+                raise HomeInUseError(
+                    f"a local sync loop already runs on {home}"
+                    + (f": {_describe(pid)}" if pid is not None else "")
+                ) from None
             lock_file.truncate(0)
-            LocalHome(home).stand_aside_ack.unlink(missing_ok=True)
-            signal.signal(STAND_ASIDE_SIGNAL, previous)
+            lock_file.write(f"{os.getpid()}\n")
+            lock_file.flush()
+            try:
+                yield loop
+            finally:
+                lock_file.truncate(0)
+                LocalHome(home).stand_aside_ack.unlink(missing_ok=True)
+    finally:
+        signal.signal(STAND_ASIDE_SIGNAL, previous)
 
 
 @dataclass(frozen=True)
@@ -153,6 +202,8 @@ class StandAside:
     home: Path
     loop: int | None
     """The sync loop asked to stand aside (None: no loop runs on the home)."""
+    token: str
+    """The request's: the loop's acknowledgement names it."""
 
     def wait(self, timeout_s: float = DEFAULT_STAND_ASIDE_WAIT_S, *, poll_s: float = _POLL_S) -> float:
         """Block until the loop acknowledged the request or is gone; the seconds it took. Past
@@ -160,9 +211,8 @@ class StandAside:
         started = time.monotonic()
         if self.loop is None:
             return 0.0
-        me = os.getpid()
         while (
-            _read_pid(LocalHome(self.home).stand_aside_ack) != me
+            _read_text(LocalHome(self.home).stand_aside_ack) != self.token
             and _sync_loop_holder(self.home) == self.loop
         ):
             if time.monotonic() - started > timeout_s:
@@ -175,34 +225,92 @@ class StandAside:
 
 
 @contextmanager
-def stand_aside_request(home: Path) -> Iterator[StandAside]:
+def stand_aside_request(home: Path, *, ttl_s: float = REQUEST_TTL_S) -> Iterator[StandAside]:
     """Ask the local sync loop of ``home``, if one runs, to stand aside until the block ends (then
-    it resumes); :meth:`StandAside.wait` waits for it. A request of another live process is refused."""
+    it resumes); :meth:`StandAside.wait` waits for it. The request is renewed every quarter of
+    ``ttl_s`` while the block runs. A live request of another process is refused; one that is not
+    live is replaced."""
     path = LocalHome(home).stand_aside
     path.parent.mkdir(parents=True, exist_ok=True)
     me = os.getpid()
-    other = _read_pid(path)
-    if other is not None and other != me and _alive(other):
-        raise HomeInUseError(f"{_describe(other)} already asked the local sync loop on {home} to stand aside")
-    _write_atomically(path, f"{me}\n")
+    request = StandAsideRequest(me, _process_start(me) or 0, secrets.token_hex(16), time.time() + ttl_s)
+    with _request_lock(home):
+        other = _read_request(path)
+        if other is not None and other.pid != me and other.live(time.time()):
+            raise HomeInUseError(
+                f"{_describe(other.pid)} already asked the local sync loop on {home} to stand aside"
+            )
+        _write_atomically(path, request.line())
+    done = threading.Event()
+    renewal = threading.Thread(
+        target=_renew, args=(home, request, ttl_s, done), name="stand-aside-renewal", daemon=True
+    )
+    renewal.start()
     try:
         loop = _sync_loop_holder(home)
         if loop is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(loop, STAND_ASIDE_SIGNAL)
-        yield StandAside(home, loop)
+        yield StandAside(home, loop, request.token)
     finally:
-        if _read_pid(path) == me:
-            path.unlink(missing_ok=True)
+        done.set()
+        renewal.join()
+        with _request_lock(home):
+            current = _read_request(path)
+            if current is not None and current.token == request.token:
+                path.unlink(missing_ok=True)
+
+
+def _renew(home: Path, request: StandAsideRequest, ttl_s: float, done: threading.Event) -> None:
+    """Push ``request``'s expiry on while its owner runs, as long as it is still the request."""
+    path = LocalHome(home).stand_aside
+    while not done.wait(ttl_s / 4):
+        with _request_lock(home):
+            current = _read_request(path)
+            if current is None or current.token != request.token:
+                return  # expired and removed, or replaced: the owner hung for longer than ttl_s
+            renewed = StandAsideRequest(request.pid, request.started, request.token, time.time() + ttl_s)
+            _write_atomically(path, renewed.line())
+
+
+@contextmanager
+def _request_lock(home: Path) -> Iterator[None]:
+    """Held (briefly) to write, renew or remove a stand-aside request: no one removes a request
+    another has just written."""
+    path = LocalHome(home).stand_aside.with_name("stand-aside.lock")
+    with path.open("a", encoding="utf-8") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        yield
+
+
+def _read_request(path: Path) -> StandAsideRequest | None:
+    text = _read_text(path)
+    return None if text is None else StandAsideRequest.parse(text)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def _process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, ``/proc/<pid>/stat`` field 22); None
+    when no such process runs (a zombie does not: it holds nothing and asks nothing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if len(fields) < 20 or fields[0] == "Z" or not fields[19].isdigit():
+        return None
+    return int(fields[19])
 
 
 def _sync_loop_holder(home: Path) -> int | None:
-    """The PID of the sync loop holding ``home``'s loop lock (read from /proc/locks, so asking takes
-    no lock a starting loop could trip on), else None."""
-    path = LocalHome(home).sync_loop_lock
-    if _lock_holder(path, "FLOCK") is None:
-        return None
-    return _read_pid(path)
+    """The PID of the sync loop holding ``home``'s loop lock, from /proc/locks (so asking takes no
+    lock a starting loop could trip on, and a PID a killed loop left in the file is not read)."""
+    return _lock_holder(LocalHome(home).sync_loop_lock, "FLOCK")
 
 
 def _lock_holder(lock_path: Path, kind: str) -> int | None:
@@ -229,15 +337,6 @@ def _read_pid(path: Path) -> int | None:
     except OSError:
         return None
     return int(text) if text.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie does not: it holds nothing and asks nothing)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _write_atomically(path: Path, text: str) -> None:

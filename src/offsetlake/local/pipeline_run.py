@@ -96,10 +96,11 @@ def run_pipeline(
 
     ``kafka_properties`` (a Java properties file of client settings) reaches the readers through
     the environment, never through the spec on disk. Past ``timeout_s`` the update is stopped and
-    counts as failed. Whatever ends it (failure,
-    deadline, SIGINT/SIGTERM, which raise StopSignalError after cleanup), no process it started is
-    left and gold holds at least what it held before (local/gold_guard.py). A home another
-    process is using is refused before anything is touched (local/locks.py).
+    counts as failed. Whatever ends it (failure, deadline, SIGINT/SIGTERM, which raise
+    StopSignalError after cleanup), no process it started is left and gold holds at least what it
+    held before (local/gold_guard.py): each table the update's log reports COMPLETED keeps the
+    update's version, the others their previous one. A home another process is using is refused
+    before anything is touched (local/locks.py).
 
     Without ``server`` the update starts its own Spark, with C2 as well as C1 when it is about to
     read a large backlog from the target (local/jit.py; ``echo`` gets the choice first). With
@@ -227,7 +228,6 @@ def _run_update(
             stop.set()  # the engine would retry it with back-off for minutes
 
     guard.protect()
-    completed: set[str] = set()
     succeeded = False
     try:
         with log_path.open("w", encoding="utf-8") as log_file, interruptible():
@@ -245,17 +245,14 @@ def _run_update(
         succeeded, explanation = judge(child.exit_code, log)
         if child.timed_out:
             succeeded, explanation = False, f"stopped after the {timeout_s:g}s time limit ({explanation})"
-        completed = {
-            outcome.name.rsplit(".", 1)[-1] for outcome in log.outcomes() if outcome.state == "COMPLETED"
-        }
         if stop.is_set() and not succeeded and not log.graph_errors():
             explanation = f"stopped on request ({explanation})"
-        if succeeded:
-            completed.update(GUARDED_TABLES)
     finally:
         if server is not None and not succeeded:
             server.stop()  # its flows may outlive the client; none may write while gold is settled
-        restored = guard.settle(completed)
+        # What the log says completed is kept even when a signal ends the update: a SIGTERM after
+        # "Run is COMPLETED" must not put back gold older than the update's.
+        restored = guard.settle(GUARDED_TABLES if succeeded else log.completed_tables())
     return PipelineRunResult(
         succeeded=succeeded,
         explanation=explanation,

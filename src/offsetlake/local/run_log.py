@@ -144,6 +144,16 @@ class RunLog:
                     failed = False
         return count
 
+    def completed_tables(self) -> set[str]:
+        """The datasets whose flow last reported COMPLETED, not after an unrecovered failure: what
+        the update has written whole, whatever ends it next (a failure, a stop, a signal)."""
+        failed = set(self.failed_unrecovered())
+        return {
+            name.rsplit(".", 1)[-1]
+            for name, events in list(self.flows.items())  # a copy: the output's reader may still feed
+            if events[-1][1] == "COMPLETED" and name not in failed
+        }
+
     def failed_unrecovered(self) -> list[str]:
         """Flows that FAILED and were not started again afterwards. A flow the engine restarted
         (``spark.sql.pipelines.maxFlowRetryAttempts``) resumes from its checkpoint, so its final
