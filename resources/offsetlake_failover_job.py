@@ -144,6 +144,9 @@ def failover_job(bundle: Bundle) -> Job:
                             "--active-group-policy={{job.parameters.active_group_policy}}",
                             "--allow-rewind={{job.parameters.allow_rewind}}",
                             "--max-age={{job.parameters.max_age}}",
+                            # The groups it places stay failed over: every later sync run leaves
+                            # them alone until an operator resumes them (--resume-sync).
+                            "--as-failover",
                             # Every checkpoint MM2's topics on the target hold, each read from its log
                             # start by the task itself (the source may be gone; a failed or partial
                             # refresh may have left records in bronze that gold never saw), under the

@@ -341,7 +341,7 @@ def test_apply_needs_only_the_target(outage: Outage) -> None:
     group = GROUPS[0]
     with outage.source_paused():
         run = outage.cli("apply", "--target", outage.target)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    _placed_but_the_never_replicated_topic(run)
     assert f"cluster {SOURCE_ALIAS} (source): UNREACHABLE" in run.stdout
     assert outage.committed(group)[0] == outage.checkpoints[(group, outage.remote_topic, 0)].downstream_offset
 
@@ -358,7 +358,7 @@ def test_a_failover_with_every_cluster_up_refreshes_only_what_latest_offsets_is_
     }
     run = outage.cli("failover", *outage.cluster_flags())
     report = run.stdout + run.stderr
-    assert run.returncode == 0, report[-4000:]
+    _placed_but_the_never_replicated_topic(run)
     assert "refresh: completed" in report, report[-4000:]
     assert "0 group-partition(s) newer than gold" in report, report[-4000:]  # the refresh ingested it
     ingested = {
@@ -422,6 +422,16 @@ def test_apply_on_an_empty_gold_fails_and_says_why(outage: Outage, tmp_path: Pat
     )
     assert empty.returncode == 1, empty.stdout + empty.stderr
     assert "no translation in gold" in empty.stderr
+
+
+def _placed_but_the_never_replicated_topic(run: subprocess.CompletedProcess[str]) -> None:
+    """Every partition placed but the one a group committed on the topic MM2 never replicated (its
+    snapshot says so since the first refresh): no topic to place it on, so the run says INCOMPLETE."""
+    report = run.stdout + run.stderr
+    assert run.returncode == 4, report[-4000:]
+    missing = f"{SOURCE_ALIAS}.{NEVER_REPLICATED}"
+    assert f"INCOMPLETE: 1 partitions not placed: {GROUPS[0]} {missing}[0] (skip_missing_topic)" in report
+    assert f"topic {missing} does not exist on the target" in report
 
 
 def _data_loss_rows(stdout: str) -> dict[str, list[str]]:

@@ -99,7 +99,7 @@ class Scenario:
         for partition, upstream in self.committed_on_source[group].items():
             owed = self.simulator.ground_truth.first_unprocessed(TOPIC, partition, upstream)
             assert owed is not None, (group, partition)
-            assert committed[partition] <= owed.target_offset, (group, partition, committed, owed)
+            assert 0 <= committed[partition] <= owed.target_offset, (group, partition, committed, owed)
             rereads[partition] = owed.target_offset - committed[partition]
         return rereads
 
@@ -145,7 +145,7 @@ def test_every_committed_partition_is_placed_with_the_source_down(scenario: Scen
     assert refused.returncode == 4, report[-4000:]
     assert "INCOMPLETE: 2 partitions not placed: zero primary.orders[0] (skip_untranslated)" in report
     assert "FAILOVER INCOMPLETE: 2 partitions not placed" in refused.stdout
-    assert scenario.on_target("zero") == {}
+    assert all(offset < 0 for offset in scenario.on_target("zero").values()), "no commit there"
 
     placed = scenario.failover_with_source_down()
     report = placed.stdout + placed.stderr

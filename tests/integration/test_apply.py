@@ -540,6 +540,45 @@ def test_stale_translations_and_as_of_restore(
     assert position(target_bootstrap, group, topic) == 5
 
 
+@BOTH_STORES
+def test_a_failover_stays_failed_over_until_an_operator_resumes_the_sync(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    """The failover job's apply places a group; every later plain apply (the sync's, a manual run,
+    a restore --as-of after a redeploy resumed the schedule) refuses it, out loud, until an operator
+    resumes it; the groups the failover did not place are synced as before."""
+    topic = filled_topic(target_bootstrap, unique_name("moved"))
+    moved, standby = unique_name("moved-app"), unique_name("standby-app")
+    t0 = minutes_ago(20)
+    harness.write_history([Translation(moved, topic, 3, t0, valid_from=t0)])
+    harness.write_latest([Translation(moved, topic, 4, minutes_ago(2))])
+    failover = harness.run("apply", "--as-failover", "--groups", moved)
+    assert failover.exit_code == 0, failover
+    assert position(target_bootstrap, moved, topic) == 4
+
+    # Gold moves on (the source still answers the pipeline); the sync must not follow it.
+    harness.write_latest(
+        [Translation(moved, topic, 7, minutes_ago(1)), Translation(standby, topic, 6, minutes_ago(1))]
+    )
+    sync = harness.run("apply", "--active-group-policy", "skip")
+    assert sync.exit_code == ApplyStatus.INCOMPLETE, sync
+    assert f"{moved} {topic}[0] (skip_failed_over)" in sync.stderr, sync
+    assert position(target_bootstrap, moved, topic) == 4
+    assert position(target_bootstrap, standby, topic) == 6
+    (row,) = harness.audit(f"run_id = '{sync.run_id}' AND stage = 'result' AND consumer_group = '{moved}'")
+    assert row["outcome"] == "skip_failed_over" and "--resume-sync --groups" in row["reason"]
+    restore = harness.run("apply", "--as-of", t0.isoformat(), "--allow-rewind")
+    assert restore.exit_code == ApplyStatus.INCOMPLETE, restore
+    assert position(target_bootstrap, moved, topic) == 4
+
+    resumed = harness.run("apply", "--resume-sync", "--groups", moved)
+    assert resumed.exit_code == 0, resumed
+    assert position(target_bootstrap, moved, topic) == 7
+    synced = harness.run("apply")
+    assert synced.exit_code == 0, synced
+    assert {row["mode"] for row in harness.audit(f"run_id = '{resumed.run_id}'")} == {"resume"}
+
+
 @SPARK_STORE
 def test_a_run_interrupted_before_its_results_are_recorded_converges_on_rerun(
     harness: ApplyHarness,

@@ -243,6 +243,7 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
         "--active-group-policy={{job.parameters.active_group_policy}}",
         "--allow-rewind={{job.parameters.allow_rewind}}",
         "--max-age={{job.parameters.max_age}}",
+        "--as-failover",
         "--checkpoint-tail=true",
         "--set", "offsetlake.replication.policy=${var.replication_policy}",
         "--set", "offsetlake.replication.separator=${var.replication_separator}",

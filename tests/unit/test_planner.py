@@ -550,3 +550,10 @@ def test_age_counts_from_the_last_observation_when_gold_has_one() -> None:
     row = plan_one(gone_quiet, target())
     assert row.action is Action.SKIP_STALE
     assert "last observed 3h ago" in row.reason
+
+
+def test_a_group_a_failover_placed_is_left_alone_until_resumed() -> None:
+    row = plan_one(gold(300), target(), failover_holds={"orders-app": NOW - timedelta(minutes=3)})
+    assert (row.action, row.planned_offset) == (Action.SKIP_FAILED_OVER, None)
+    assert "--resume-sync --groups orders-app" in row.reason
+    assert plan_one(gold(300), target(), failover_holds={"other-app": NOW}).action is Action.APPLY

@@ -97,6 +97,9 @@ def scenarios(draw: st.DrawFn) -> tuple[list[GoldOffset], TargetState, Guards]:
         on_multiple_targets=draw(st.sampled_from(MultipleTargetsPolicy)),
         last_verified_offset={key: _verified(draw, groups, key) for key in draw(chosen)},
         unread_sources=draw(st.sampled_from([{}, {"s1": "checkpoints s1 not read"}])),
+        failover_holds={
+            group: NOW for group in draw(st.sets(st.sampled_from(sorted({g for g, _, _ in keys}))))
+        },
     )
     return offsets, TargetState(groups, bounds, counts), guards
 

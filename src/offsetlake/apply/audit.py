@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import from_micros, narrowed, table_name
-from offsetlake.apply.planner import GroupPartition, PlanRow, Selection
+from offsetlake.apply.planner import Action, GroupPartition, PlanRow, Selection
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,6 +30,14 @@ DRY_RUN_ACTION = "dry_run"
 class Mode(StrEnum):
     DRY_RUN = "dry_run"
     APPLY = "apply"
+    FAILOVER = "failover"
+    """An apply the failover made: the groups it placed are held from every later sync."""
+    RESUME = "resume"
+    """An apply an operator made to hand the groups it selects back to the sync (``--resume-sync``)."""
+
+
+COMMITTING_MODES = (Mode.APPLY, Mode.FAILOVER, Mode.RESUME)
+"""The modes whose verified results are commits on the target (the memory of what was applied)."""
 
 
 class Stage(StrEnum):
@@ -149,7 +157,8 @@ def read_last_applied(
         return {}
     rows = (
         narrowed(spark.table(table), selection)
-        .where(f"mode = '{Mode.APPLY}' AND stage = '{Stage.RESULT}' AND verified")
+        .where(sf.col("mode").isin([mode.value for mode in COMMITTING_MODES]))
+        .where(f"stage = '{Stage.RESULT}' AND verified")
         .groupBy("consumer_group", "topic", "partition")
         .agg(
             sf.expr("max_by(unix_micros(source_timestamp), recorded_at)").alias("applied_micros"),
@@ -165,6 +174,57 @@ def read_last_applied(
         for row in rows
         if row["applied_micros"] is not None
     }
+
+
+HOLD_COLUMNS = ("consumer_group", "mode", "stage", "verified", "outcome")
+"""What the hold rule reads of the audit's failover and resume rows, with the newest recorded_at of each."""
+HOLD_MODES = (Mode.FAILOVER, Mode.RESUME)
+
+
+def failover_holds(
+    newest: Iterable[tuple[str, str, str, bool | None, str | None, datetime | None]],
+    selection: Selection | None,
+) -> dict[str, datetime]:
+    """Group -> when a failover last placed it, for the selected groups no operator resumed since:
+    every apply but a failover's leaves them alone (a redeploy, a manual run, a missed pause cannot
+    undo a failover). ``newest``: HOLD_COLUMNS and the newest recorded_at, per distinct HOLD_COLUMNS
+    of the rows in HOLD_MODES. A failover counts where it placed a partition (verified, or already
+    there); a resume by any of its rows."""
+    failed_over: dict[str, datetime] = {}
+    resumed: dict[str, datetime] = {}
+    for group, mode, stage, verified, outcome, recorded_at in newest:
+        if recorded_at is None or (selection is not None and not selection.selects_group(group)):
+            continue
+        if mode == Mode.RESUME:
+            resumed[group] = max(recorded_at, resumed.get(group, recorded_at))
+        elif mode == Mode.FAILOVER and stage == Stage.RESULT and (verified or outcome == Action.NOOP):
+            failed_over[group] = max(recorded_at, failed_over.get(group, recorded_at))
+    return {group: at for group, at in failed_over.items() if group not in resumed or resumed[group] < at}
+
+
+def read_failover_holds(
+    spark: SparkSession, table: str, selection: Selection | None = None
+) -> dict[str, datetime]:
+    """:func:`failover_holds` over the audit table (none when it does not exist yet)."""
+    from pyspark.sql import functions as sf
+
+    if not spark.catalog.tableExists(table.replace("`", "")):
+        return {}
+    rows = (
+        spark.table(table)
+        .where(sf.col("mode").isin([mode.value for mode in HOLD_MODES]))
+        .groupBy(*HOLD_COLUMNS)
+        .agg(sf.expr("unix_micros(max(recorded_at))").alias("micros"))
+        .collect()
+    )
+    newest = [
+        (
+            *(row[column] for column in HOLD_COLUMNS),
+            None if row["micros"] is None else from_micros(row["micros"]),
+        )
+        for row in rows
+    ]
+    return failover_holds(newest, selection)  # type: ignore[arg-type]
 
 
 def _record(

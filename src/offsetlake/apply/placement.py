@@ -158,7 +158,7 @@ def _placed(
     unread = guards.unread_sources.get(known.source_cluster)
     if unread is not None:
         return row(Action.SKIP_TAIL_UNREAD, f"{why}; {unread} (pass {Flag.ACCEPT_GOLD_WITHOUT_TAIL})")
-    refusal = group_refusal(described, guarded.get(group), guards)
+    refusal = group_refusal(group, described, guarded.get(group), guards)
     if refusal is not None:
         return row(refusal[0], f"{why}; {refusal[1]}")
     if guards.untranslated is Untranslated.REFUSE:

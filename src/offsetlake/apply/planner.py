@@ -50,6 +50,7 @@ class Action(StrEnum):
     PLACE_AT_LOG_START = "place_at_log_start"
     SKIP_UNTRANSLATED = "skip_untranslated"
     SKIP_TAIL_UNREAD = "skip_tail_unread"
+    SKIP_FAILED_OVER = "skip_failed_over"
 
     @property
     def alters(self) -> bool:
@@ -267,6 +268,9 @@ class Guards:
     # partitions are refused unless the operator accepts gold's translations as they are.
     unread_sources: Mapping[str, str] = field(default_factory=dict)
     untranslated: Untranslated = Untranslated.EARLIEST
+    # Groups a failover placed that no operator has resumed since (the audit), with when: a
+    # failover stays failed over whatever a schedule, a redeploy or a manual sync run says.
+    failover_holds: Mapping[str, datetime] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -514,7 +518,7 @@ def _plan_partition(
     if stale is not None:
         return row(Action.SKIP_STALE, stale)
     k2k_evidence = guarded.get(group)
-    refusal = group_refusal(described, k2k_evidence, guards)
+    refusal = group_refusal(group, described, k2k_evidence, guards)
     if refusal is not None:
         return row(*refusal)
     conflict = guards.mapping_conflicts.get(key)
@@ -560,9 +564,17 @@ def missing_reason(topic: str, partition: int, partition_count: int | None) -> s
 
 
 def group_refusal(
-    described: TargetGroup, k2k_evidence: str | None, guards: Guards
+    name: str, described: TargetGroup, k2k_evidence: str | None, guards: Guards
 ) -> tuple[Action, str] | None:
-    """Why no partition of this group is altered (someone consumes, or K2K manages it), or None."""
+    """Why no partition of this group is altered (a failover placed it, someone consumes, or K2K
+    manages it), or None."""
+    held = guards.failover_holds.get(name)
+    if held is not None:
+        return (
+            Action.SKIP_FAILED_OVER,
+            f"a failover placed this group at {held.isoformat()}: no sync moves it until an operator "
+            f"resumes it ({Flag.RESUME_SYNC} {Flag.GROUPS} {name})",
+        )
     if not is_safe_to_alter(described):
         state, members = described.state, described.members
         return (
@@ -791,7 +803,7 @@ class _Columns:
         group_names = groups.to_pylist()
         described = [target.group(name) for name in group_names]
         refusals = [
-            group_refusal(group, guarded.get(name), guards)
+            group_refusal(name, group, guarded.get(name), guards)
             for name, group in zip(group_names, described, strict=True)
         ]
         overridden = pa.array(

@@ -30,6 +30,8 @@ class Flag(StrEnum):
     ON_MULTIPLE_TARGETS = "--on-multiple-targets"
     UNTRANSLATED = "--untranslated"
     ACCEPT_GOLD_WITHOUT_TAIL = "--accept-gold-without-tail"
+    RESUME_SYNC = "--resume-sync"
+    AS_FAILOVER = "--as-failover"
 
 
 @dataclass(frozen=True)

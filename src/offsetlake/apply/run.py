@@ -42,6 +42,7 @@ from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execu
 from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
 from offsetlake.apply.k2k_search import K2KTracing, SearchedNow, merge_searched, search_newest_snapshots
 from offsetlake.apply.phases import PhaseClock, PhaseTimes
+from offsetlake.apply.placement import METHOD as PLACEMENT_METHOD
 from offsetlake.apply.placement import (
     KnownPartition,
     TopicRouting,
@@ -178,6 +179,12 @@ class ApplyRequest:
     """What a known partition without a translation gets: the log start, or a refusal."""
     accept_gold_without_tail: bool = False
     """Plan a source's partitions from gold even when its newest checkpoints could not be read."""
+    as_failover: bool = False
+    """This run is a failover's (the command, or the failover job's apply task): recorded as such,
+    and the groups it places are held from every later run until an operator resumes them."""
+    resume_sync: bool = False
+    """An operator hands the selected groups a failover placed back to the sync (recorded as a
+    resume: later runs move them again)."""
 
 
 @dataclass(frozen=True)
@@ -355,7 +362,7 @@ def _begin(
         store=store,
         info=audit.RunInfo(
             run_id=new_run_id(started_at),
-            mode=audit.Mode.DRY_RUN if request.dry_run else audit.Mode.APPLY,
+            mode=_mode(request),
             started_at=started_at,
             as_of=request.as_of,
         ),
@@ -373,6 +380,14 @@ def _begin(
         started_at=started_at,
         health=tuple(health),
     )
+
+
+def _mode(request: ApplyRequest) -> audit.Mode:
+    if request.dry_run:
+        return audit.Mode.DRY_RUN
+    if request.as_failover:
+        return audit.Mode.FAILOVER
+    return audit.Mode.RESUME if request.resume_sync else audit.Mode.APPLY
 
 
 def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOffset]]:
@@ -564,6 +579,9 @@ def _planned(
         },
         unread_sources={} if request.accept_gold_without_tail else dict(result.unread_sources),
         untranslated=request.untranslated,
+        failover_holds={}
+        if request.as_failover or request.resume_sync
+        else run.store.failover_holds(request.selection),
     )
     plan = build_plan(offsets, target, guards)
     if known:
@@ -680,10 +698,16 @@ def _tally(results: Sequence[PartitionResult]) -> Tally:
 
 
 def _all_older_than(plan: Sequence[PlanRow], max_age: timedelta | None, now: datetime) -> bool:
-    """Every row refused because its translation is older than --max-age (not for other reasons)."""
-    return max_age is not None and all(
-        row.action is Action.SKIP_STALE and (age := row.age(now)) is not None and age > max_age
-        for row in plan
+    """Every translated row refused because its translation is older than --max-age (not for other
+    reasons; the partitions placed without a translation have none to age)."""
+    translated = [row for row in plan if row.method != PLACEMENT_METHOD]
+    return (
+        max_age is not None
+        and bool(translated)
+        and all(
+            row.action is Action.SKIP_STALE and (age := row.age(now)) is not None and age > max_age
+            for row in translated
+        )
     )
 
 

@@ -73,6 +73,10 @@ class GoldStore(Protocol):
         """Per group-partition, the translation most recently applied and verified (from the audit)."""
         ...
 
+    def failover_holds(self, selection: Selection | None = None) -> dict[str, datetime]:
+        """Groups a failover placed that no operator resumed since, with when (audit.failover_holds)."""
+        ...
+
     def append_audit(self, records: Sequence[tuple[Any, ...]]) -> int:
         """Append audit rows (audit.AUDIT_COLUMNS order); the number appended."""
         ...
@@ -135,6 +139,9 @@ class SparkGoldStore:
 
     def last_applied(self, selection: Selection | None = None) -> dict[GroupPartition, LastApplied]:
         return audit.read_last_applied(self.spark, self.audit_table, selection)
+
+    def failover_holds(self, selection: Selection | None = None) -> dict[str, datetime]:
+        return audit.read_failover_holds(self.spark, self.audit_table, selection)
 
     def append_audit(self, records: Sequence[tuple[Any, ...]]) -> int:
         return audit.append_audit(self.spark, self.audit_table, records)

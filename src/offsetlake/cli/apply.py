@@ -128,6 +128,8 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         routing=None if args.as_of else pipeline_routing(args),
         untranslated=args.untranslated,
         accept_gold_without_tail=args.accept_gold_without_tail,
+        as_failover=args.as_failover,
+        resume_sync=args.resume_sync,
     )
 
 
@@ -326,6 +328,19 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         "not be read (a checkpoints partition unreadable, a record that does not decode, no "
         "checkpoints topic while gold holds checkpoint rows); refused by default: gold may be behind a "
         "source group's reset",
+    )
+    parser.add_argument(
+        Flag.AS_FAILOVER.value,
+        action="store_true",
+        help="record this run as a failover's (the failover job's apply task; `failover` always is): "
+        "every group it places is then left alone by every later plain apply, the scheduled sync's "
+        f"included, whatever its schedule, until an operator passes {Flag.RESUME_SYNC} for it",
+    )
+    parser.add_argument(
+        Flag.RESUME_SYNC.value,
+        action="store_true",
+        help="the end of a failover: hand the selected groups (--groups) a failover placed back to the "
+        "sync, applying their translations now; recorded in apply_audit (mode resume)",
     )
     default_max_age = format_duration(DEFAULT_MAX_AGE)
     parser.add_argument(

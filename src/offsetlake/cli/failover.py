@@ -100,6 +100,7 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
             k2k_tracing=_k2k_tracing(settings) if settings else pipeline_k2k_tracing(args),
             routing=_routing(settings) if settings else apply.routing,
         )
+    apply = replace(apply, as_failover=True)
     home = LocalHome.resolve()  # the failover's one home (its store's too, unless on Databricks)
     store_home = None if on_databricks() else home
     request = FailoverRequest(

@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsetlake.apply import audit
-from offsetlake.apply.audit import AUDIT_TABLE, LastApplied, Mode, Stage
+from offsetlake.apply.audit import AUDIT_TABLE, COMMITTING_MODES, LastApplied, Stage
 from offsetlake.apply.gold import (
     MAPPING_CONFLICT_COLUMNS,
     UPSTREAM,
@@ -236,7 +236,7 @@ class LocalGoldStore:
     def last_applied(self, selection: Selection | None = None) -> dict[GroupPartition, LastApplied]:
         keys = ["consumer_group", "topic", "partition"]
         verified = (
-            (pc.field("mode") == Mode.APPLY.value)
+            pc.field("mode").isin([mode.value for mode in COMMITTING_MODES])
             & (pc.field("stage") == Stage.RESULT.value)
             & pc.field("verified")
             & pc.field("recorded_at").is_valid()
@@ -258,6 +258,16 @@ class LocalGoldStore:
             for group, topic, partition, applied, committed, offset in rows
             if applied is not None
         }
+
+    def failover_holds(self, selection: Selection | None = None) -> dict[str, datetime]:
+        in_modes = pc.field("mode").isin([mode.value for mode in audit.HOLD_MODES])
+        table = self._audit([*audit.HOLD_COLUMNS, "recorded_at"], in_modes)
+        newest = table.group_by(list(audit.HOLD_COLUMNS), use_threads=False).aggregate(
+            [("recorded_at", "max")]
+        )
+        columns = [newest[column].to_pylist() for column in audit.HOLD_COLUMNS]
+        rows = zip(*columns, datetimes(newest["recorded_at_max"]), strict=True)
+        return audit.failover_holds(rows, selection)
 
     def append_audit(self, records: Sequence[tuple[Any, ...]]) -> int:
         records = list(records)
