@@ -156,6 +156,8 @@ def failover_job(bundle: Bundle) -> Job:
                             "offsetlake.replication.policy=${var.replication_policy}",
                             "--set",
                             "offsetlake.replication.separator=${var.replication_separator}",
+                            "--set",
+                            "offsetlake.target.alias=${var.target_alias}",
                             # K2K's tracing headers searched now for each selected group's newest
                             # snapshot (off when k2k_tracing_topics is empty).
                             "--set",

@@ -247,6 +247,7 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
         "--checkpoint-tail=true",
         "--set", "offsetlake.replication.policy=${var.replication_policy}",
         "--set", "offsetlake.replication.separator=${var.replication_separator}",
+        "--set", "offsetlake.target.alias=${var.target_alias}",
         "--set", "offsetlake.k2k.tracing.topics=${var.k2k_tracing_topics}",
         "--set", "offsetlake.k2k.tracing.headers=${var.k2k_tracing_headers}",
         "--catalog", "${resources.schemas.offsetlake_schema.catalog_name}",
