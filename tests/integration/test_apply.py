@@ -53,6 +53,7 @@ from offsetlake.pipeline.tables import (
     LATEST_OFFSETS,
     OFFSET_HISTORY,
 )
+from offsetlake_dev.latency_proxy import delayed_broker
 from offsetlake_dev.local_cluster import LOOPBACK
 from tests.kafka_helpers import (
     STREAMS_METADATA,
@@ -689,6 +690,51 @@ def test_the_target_dying_mid_run_fails_clearly(
     assert f"error: target cluster {bootstrap}: cannot list topics" in down.stderr
 
 
+def test_the_deadline_passing_while_the_target_holds_a_request_stops_the_run(
+    harness: ApplyHarness,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--deadline`` on a real broker behind the latency proxy, which holds every request from the
+    moment the alters begin: nothing can be applied before the deadline, whatever the machine's
+    speed (it passes during planning or while the first request waits), the held request is let go
+    only once the run has stopped, and its own ``--timeout`` is far longer than the deadline."""
+    with delayed_broker(tmp_path) as delayed:
+        bootstrap = delayed.bootstrap_servers
+        topic = filled_topic(bootstrap, unique_name("deadline"))
+        groups = sorted(unique_name("deadline-app") for _ in range(4))
+        harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
+        real_execute = apply_run.execute_plan
+        stopped = threading.Event()
+        deadlines: list[float | None] = []
+
+        def release_once_stopped() -> None:
+            stopped.wait()
+            delayed.proxy.release()
+
+        def hold_then_execute(*args: Any, **kwargs: Any) -> Any:
+            deadlines.append(kwargs["deadline"])
+            delayed.proxy.hold()
+            threading.Thread(target=release_once_stopped, daemon=True).start()
+            return real_execute(*args, **kwargs, stopped=stopped)
+
+        monkeypatch.setattr(apply_run, "execute_plan", hold_then_execute)
+        try:
+            late = harness.run(
+                "apply", "--deadline", "1", "--timeout", "60", "--concurrency", "1", bootstrap=bootstrap
+            )
+        finally:
+            stopped.set()
+        assert deadlines != [None], late  # --deadline reached the executor
+        assert late.exit_code == ApplyStatus.FAILED, late
+        assert "stopped early, the overall deadline passed: not_attempted 4" in late.stderr, late
+        results = harness.audit(f"run_id = '{late.run_id}' AND stage = 'result'")
+        assert sorted(row["consumer_group"] for row in results) == groups
+        assert {row["outcome"] for row in results} == {"not_attempted"}
+        assert {position(bootstrap, group, topic) for group in groups} == {None}  # no alter arrived
+
+
 def test_the_source_groups_metadata_is_committed_unchanged_and_the_audit_refuses_a_rewind(
     harness: ApplyHarness,
     target_bootstrap: str,
@@ -909,9 +955,9 @@ def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_ro
 # `offsetlake apply` in a process of its own, on the store a local run uses (no JVM in the child),
 # pointed at the test session's warehouse where the gold table's files are; then the CLI entry point.
 # Once the target answered the alter of the group named by argv, the child creates a file and holds
-# that worker until the process is on its way out: the test signals the child at that event.
+# that worker until the command has returned: the test signals the child at that event.
 APPLY_IN_A_CHILD = """
-import sys, threading, time
+import sys, threading
 from pathlib import Path
 from offsetlake.cli import stores
 from offsetlake.cli.main import main
@@ -924,16 +970,21 @@ local = LocalHome.resolve()
 stores.gold_store_for = lambda request, home: LocalGoldStore(local, schema, warehouse=Path(warehouse))
 real_alter = kafka_admin.alter_committed_offsets
 
+returned = threading.Event()
+
 def alter_then_hold(admin, group, *args, **kwargs):
     answer = real_alter(admin, group, *args, **kwargs)
     if group == hold_group:
         Path(held_file).touch()
-        while threading.main_thread().is_alive():  # until the interpreter shuts down
-            time.sleep(0.05)
+        returned.wait()
     return answer
 
 kafka_admin.alter_committed_offsets = alter_then_hold
-sys.exit(main(argv))
+try:
+    code = main(argv)
+finally:
+    returned.set()
+sys.exit(code)
 """
 CHILD_WITHIN_S = 300.0
 """Bounds a hung child on a loaded 2-core machine (it starts no JVM: seconds when idle)."""
