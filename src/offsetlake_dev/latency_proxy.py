@@ -8,7 +8,10 @@ what a round trip between data centres costs). A broker that advertises the prox
 every later connection of its clients going through it (see :func:`delayed_broker`).
 
 It runs its own asyncio loop in a daemon thread, so synchronous code (the Kafka clients, the
-benchmarks) uses it as a context manager; ``delay_s`` can be changed while it runs.
+benchmarks) uses it as a context manager; ``delay_s`` can be changed while it runs. A test can also
+hold every request (client to upstream) in the proxy (:meth:`LatencyProxy.hold`) until it releases
+them: a target that has stopped answering for exactly as long as the test says, an event rather
+than a time.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +43,10 @@ class LatencyProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, name="latency-proxy", daemon=True)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._released = asyncio.Event()
+        self._released.set()
+        self.holding = threading.Event()
+        """Set once a request waits in the proxy because of :meth:`hold`."""
 
     @property
     def port(self) -> int:
@@ -68,6 +75,20 @@ class LatencyProxy:
         self._thread.join(timeout=10)
         self._loop.close()
 
+    def hold(self) -> None:
+        """Requests read from now on wait in the proxy until :meth:`release` (answers still flow)."""
+        self._in_loop(self._released.clear)
+
+    def release(self) -> None:
+        """Deliver the held requests, in order, and stop holding."""
+        self._in_loop(self._released.set)
+
+    def _in_loop(self, call: Callable[[], None]) -> None:
+        async def run() -> None:
+            call()
+
+        asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=10)
+
     def __enter__(self) -> LatencyProxy:
         return self.start()
 
@@ -87,15 +108,17 @@ class LatencyProxy:
         try:
             # Either direction ending (EOF or error) ends the connection, as a TCP reset would.
             await _first_completed(
-                self._pipe(client_reader, upstream_writer), self._pipe(upstream_reader, client_writer)
+                self._pipe(client_reader, upstream_writer, held=True),
+                self._pipe(upstream_reader, client_writer, held=False),
             )
         finally:
             for writer in (client_writer, upstream_writer):
                 writer.close()
             self._connections.discard(task)
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Read as data arrives; deliver each chunk ``delay_s`` after it was read, in order."""
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, held: bool) -> None:
+        """Read as data arrives; deliver each chunk ``delay_s`` after it was read, in order; with
+        ``held`` (the requests' direction), not while :meth:`hold` is in force."""
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
         async def deliver() -> None:
@@ -106,6 +129,9 @@ class LatencyProxy:
                 wait = due - time.monotonic()
                 if wait > 0:
                     await asyncio.sleep(wait)
+                if held and not self._released.is_set():
+                    self.holding.set()
+                    await self._released.wait()
                 writer.write(data)
                 await writer.drain()
 

@@ -11,8 +11,6 @@ the Spark store Databricks uses (``spark``): ``harness`` is parametrized indirec
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import io
 import json
 import os
@@ -34,7 +32,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.apply import audit
+from offsetlake.apply import audit, executor
 from offsetlake.apply import run as apply_run
 from offsetlake.apply.planner import TargetState
 from offsetlake.apply.run import ApplyRequest, ApplyStatus
@@ -55,6 +53,7 @@ from offsetlake.pipeline.tables import (
     LATEST_OFFSETS,
     OFFSET_HISTORY,
 )
+from offsetlake_dev.latency_proxy import delayed_broker
 from offsetlake_dev.local_cluster import LOOPBACK
 from tests.kafka_helpers import (
     STREAMS_METADATA,
@@ -697,9 +696,8 @@ def own_target_broker(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[by
     with (tmp_path / "broker.log").open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 10
-        while not broker_answers(bootstrap):
-            assert time.monotonic() < deadline, (tmp_path / "broker.log").read_text()
+        while not broker_answers(bootstrap):  # each try bounded by its request timeout
+            assert process.poll() is None, (tmp_path / "broker.log").read_text()
         yield bootstrap, process
     finally:
         if process.poll() is None:
@@ -739,6 +737,51 @@ def test_the_target_dying_mid_run_fails_clearly(
     down = harness.run("apply", "--timeout", "3", bootstrap=bootstrap)
     assert down.exit_code == ApplyStatus.FAILED
     assert f"error: target cluster {bootstrap}: cannot list topics" in down.stderr
+
+
+def test_the_deadline_passing_while_the_target_holds_a_request_stops_the_run(
+    harness: ApplyHarness,
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--deadline`` on a real broker behind the latency proxy, which holds every request from the
+    moment the alters begin: nothing can be applied before the deadline, whatever the machine's
+    speed (it passes during planning or while the first request waits), the held request is let go
+    only once the run has stopped, and its own ``--timeout`` is far longer than the deadline."""
+    with delayed_broker(tmp_path) as delayed:
+        bootstrap = delayed.bootstrap_servers
+        topic = filled_topic(bootstrap, unique_name("deadline"))
+        groups = sorted(unique_name("deadline-app") for _ in range(4))
+        harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
+        real_execute = apply_run.execute_plan
+        stopped = threading.Event()
+        deadlines: list[float | None] = []
+
+        def release_once_stopped() -> None:
+            stopped.wait()
+            delayed.proxy.release()
+
+        def hold_then_execute(*args: Any, **kwargs: Any) -> Any:
+            deadlines.append(kwargs["deadline"])
+            delayed.proxy.hold()
+            threading.Thread(target=release_once_stopped, daemon=True).start()
+            return real_execute(*args, **kwargs, stopped=stopped)
+
+        monkeypatch.setattr(apply_run, "execute_plan", hold_then_execute)
+        try:
+            late = harness.run(
+                "apply", "--deadline", "1", "--timeout", "60", "--concurrency", "1", bootstrap=bootstrap
+            )
+        finally:
+            stopped.set()
+        assert deadlines != [None], late  # --deadline reached the executor
+        assert late.exit_code == ApplyStatus.FAILED, late
+        assert "stopped early, the overall deadline passed: not_attempted 4" in late.stderr, late
+        results = harness.audit(f"run_id = '{late.run_id}' AND stage = 'result'")
+        assert sorted(row["consumer_group"] for row in results) == groups
+        assert {row["outcome"] for row in results} == {"not_attempted"}
+        assert {position(bootstrap, group, topic) for group in groups} == {None}  # no alter arrived
 
 
 def test_the_source_groups_metadata_is_committed_unchanged_and_the_audit_refuses_a_rewind(
@@ -883,65 +926,70 @@ MANY_GROUPS = 300
 PAUSE_AFTER_GROUP = 30
 
 
-@contextlib.contextmanager
-def when_committed(
-    bootstrap: str, group: str, topic: str, act: Callable[[], None], *, within_s: float = 120.0
-) -> Iterator[threading.Event]:
-    """Runs ``act`` once ``group`` has a committed offset, from a watcher thread that never outlives
-    the block (a late ``act`` would signal whatever runs next); yields an Event set once it ran."""
-    acted, stopping = threading.Event(), threading.Event()
-
-    def watch() -> None:
-        deadline = time.monotonic() + within_s
-        while not stopping.is_set() and time.monotonic() < deadline:
-            try:
-                if position(bootstrap, group, topic) is not None:
-                    act()
-                    acted.set()
-                    return
-            except KafkaException:
-                pass
-            stopping.wait(0.05)
-
-    thread = threading.Thread(target=watch, name="when-committed", daemon=True)
-    thread.start()
-    try:
-        yield acted
-    finally:
-        stopping.set()
-        thread.join(timeout=TIMEOUT_S + 5)
+def stop_process(pid: int) -> None:
+    """SIGSTOP ``pid`` and return once every thread of it is stopped (state T in /proc): the
+    signal is delivered asynchronously, and a request answered after ``kill`` returned would move
+    the outcome this test counts."""
+    os.kill(pid, signal.SIGSTOP)
+    tasks = Path(f"/proc/{pid}/task")
+    while not all(
+        (task / "stat").read_text().rsplit(")", 1)[1].split()[0] in "Tt" for task in tasks.iterdir()
+    ):
+        time.sleep(0.01)
 
 
 def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_row_is_audited(
     harness: ApplyHarness,
     own_target_broker: tuple[str, subprocess.Popen[bytes]],
     unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The broker is paused right after it answered one group's alter (in that worker, before the
+    read-back): the groups in flight then cost a request timeout, and no group starts after."""
     bootstrap, broker = own_target_broker
     topic = filled_topic(bootstrap, unique_name("paused"))
     groups = sorted(f"{unique_name('paused-app')}-{index:03d}" for index in range(MANY_GROUPS))
     harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
-    timeout_s = 5.0
+    paused_after = groups[PAUSE_AFTER_GROUP]
+    real_alter, real_read_groups = kafka_admin.alter_committed_offsets, executor.read_groups
+    started_after_pause: list[str] = []
+    paused = threading.Event()
+
+    def alter_then_pause_at_one_group(admin: Any, group: str, *args: Any, **kwargs: Any) -> Any:
+        answer = real_alter(admin, group, *args, **kwargs)
+        if group == paused_after:
+            stop_process(broker.pid)
+            paused.set()
+        return answer
+
+    def counting_starts(admin: Any, names: Sequence[str], **kwargs: Any) -> Any:
+        if paused.is_set():
+            started_after_pause.extend(names)
+        return real_read_groups(admin, names, **kwargs)
+
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", alter_then_pause_at_one_group)
+    monkeypatch.setattr(executor, "read_groups", counting_starts)
     try:
-        pause = functools.partial(os.kill, broker.pid, signal.SIGSTOP)
-        with when_committed(bootstrap, groups[PAUSE_AFTER_GROUP], topic, pause) as paused:
-            started = time.monotonic()
-            stopped = harness.run(
-                "apply", "--timeout", f"{timeout_s:g}", "--concurrency", "2", bootstrap=bootstrap
-            )
-            seconds = time.monotonic() - started
+        stopped = harness.run("apply", "--timeout", "5", "--concurrency", "2", bootstrap=bootstrap)
         assert paused.is_set(), stopped
         assert stopped.exit_code == ApplyStatus.FAILED, stopped
         assert "stopped early, the target stopped answering" in stopped.stderr, stopped
-        # About two request timeouts after the pause, plus writing the audit: never 300 timeouts.
-        assert seconds < 120, seconds
-        results = harness.audit(f"run_id = '{stopped.run_id}' AND stage = 'result'")
-        assert len(results) == MANY_GROUPS
-        outcomes = Counter(row["outcome"] for row in results)
-        assert set(outcomes) <= {"applied", "not_attempted", "unknown", "verify_failed"}, outcomes
-        assert outcomes["applied"] >= PAUSE_AFTER_GROUP
-        assert outcomes["not_attempted"] > MANY_GROUPS // 3, outcomes  # no new group after the pause
-        assert all(row["error"] for row in results if row["outcome"] != "applied")
+        # Concurrency 2: at most the one group in flight beside the paused one started after the
+        # pause, and none once a request went unanswered: never 300 timeouts.
+        assert len(started_after_pause) <= 1, started_after_pause
+        results = {
+            row["consumer_group"]: row
+            for row in harness.audit(f"run_id = '{stopped.run_id}' AND stage = 'result'")
+        }
+        assert sorted(results) == groups
+        assert results[paused_after]["outcome"] == "verify_failed", results[
+            paused_after
+        ]  # altered, not read back
+        after = groups[PAUSE_AFTER_GROUP + 2 :]
+        assert {results[group]["outcome"] for group in after} == {"not_attempted"}
+        before = Counter(results[group]["outcome"] for group in groups[:PAUSE_AFTER_GROUP])
+        assert before["applied"] >= PAUSE_AFTER_GROUP - 1, before  # all but the one in flight beside
+        assert all(row["error"] for row in results.values() if row["outcome"] != "applied")
     finally:
         os.kill(broker.pid, signal.SIGCONT)
 
@@ -955,21 +1003,41 @@ def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_ro
 
 # `offsetlake apply` in a process of its own, on the store a local run uses (no JVM in the child),
 # pointed at the test session's warehouse where the gold table's files are; then the CLI entry point.
+# Once the target answered the alter of the group named by argv, the child creates a file and holds
+# that worker until the command has returned: the test signals the child at that event.
 APPLY_IN_A_CHILD = """
-import sys
+import sys, threading
 from pathlib import Path
 from offsetlake.cli import stores
 from offsetlake.cli.main import main
+from offsetlake.kafka import admin as kafka_admin
 from offsetlake.local.warehouse_gold import LocalGoldStore
 from offsetlake.local.home import LocalHome
 
-warehouse, schema, *argv = sys.argv[1:]
+warehouse, schema, hold_group, held_file, *argv = sys.argv[1:]
 local = LocalHome.resolve()
 stores.gold_store_for = lambda request, home: LocalGoldStore(local, schema, warehouse=Path(warehouse))
-sys.exit(main(argv))
+real_alter = kafka_admin.alter_committed_offsets
+
+returned = threading.Event()
+
+def alter_then_hold(admin, group, *args, **kwargs):
+    answer = real_alter(admin, group, *args, **kwargs)
+    if group == hold_group:
+        Path(held_file).touch()
+        returned.wait()
+    return answer
+
+kafka_admin.alter_committed_offsets = alter_then_hold
+try:
+    code = main(argv)
+finally:
+    returned.set()
+sys.exit(code)
 """
 CHILD_WITHIN_S = 300.0
-"""Bounds the child's run on a loaded 2-core machine (it starts no JVM: seconds when idle)."""
+"""Bounds a hung child on a loaded 2-core machine (it starts no JVM: seconds when idle)."""
+HELD_AT = 10
 
 
 def test_sigterm_during_apply_records_a_result_for_every_planned_row(
@@ -982,30 +1050,37 @@ def test_sigterm_during_apply_records_a_result_for_every_planned_row(
     topic = filled_topic(target_bootstrap, unique_name("interrupted"))
     groups = sorted(f"{unique_name('interrupted-app')}-{index:03d}" for index in range(120))
     harness.write_latest([Translation(group, topic, 3, minutes_ago(1)) for group in groups])
+    held = tmp_path / "held"
     command = [sys.executable, "-c", APPLY_IN_A_CHILD, spark_warehouse(spark), harness.schema,
-               *harness.argv("apply", "--concurrency", "1")]  # fmt: skip
+               groups[HELD_AT], str(held), *harness.argv("apply", "--concurrency", "1")]  # fmt: skip
     out, err = tmp_path / "apply.out", tmp_path / "apply.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         child = subprocess.Popen(command, stdout=stdout, stderr=stderr, cwd=REPO_ROOT, start_new_session=True)
     try:
-        terminate = functools.partial(child.send_signal, signal.SIGTERM)
-        with when_committed(target_bootstrap, groups[10], topic, terminate, within_s=CHILD_WITHIN_S) as sent:
-            exit_code = child.wait(timeout=CHILD_WITHIN_S)
+        while not held.exists():
+            assert child.poll() is None, err.read_text()
+            time.sleep(0.05)
+        child.send_signal(signal.SIGTERM)  # while the eleventh group's alter is held in its worker
+        exit_code = child.wait(timeout=CHILD_WITHIN_S)
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)  # the child and its JVM (a session of their own)
             child.wait(timeout=30)
     interrupted = CliResult(exit_code, out.read_text(), err.read_text())
-    assert sent.is_set(), interrupted
     assert interrupted.exit_code == 128 + signal.SIGTERM, interrupted
     match = re.search(r"offsetlake apply: interrupted by SIGTERM; run (\S+): ", interrupted.stderr)
     assert match, interrupted.stderr
     # The child's audit rows wait in the shared home until a Spark session folds them (harness.audit).
-    results = harness.audit(f"run_id = '{match.group(1)}' AND stage = 'result'")
-    assert len(results) == len(groups)
-    outcomes = Counter(row["outcome"] for row in results)
-    assert set(outcomes) <= {"applied", "not_attempted", "unknown"}, outcomes
-    assert outcomes["applied"] >= 10 and outcomes["not_attempted"] > 0, outcomes
+    results = {
+        row["consumer_group"]: row["outcome"]
+        for row in harness.audit(f"run_id = '{match.group(1)}' AND stage = 'result'")
+    }
+    assert sorted(results) == groups
+    # Concurrency 1: the groups before the held one applied, the held one sent and never answered
+    # to the run, none after it attempted.
+    assert [results[group] for group in groups] == (
+        ["applied"] * HELD_AT + ["unknown"] + ["not_attempted"] * (len(groups) - HELD_AT - 1)
+    )
 
     rerun = harness.run("apply")
     assert rerun.exit_code == ApplyStatus.OK, rerun

@@ -231,3 +231,92 @@ def test_every_client_the_run_kept_has_its_logs_flushed_at_the_end() -> None:
     assert {result.outcome for result in execution.results} == {Outcome.APPLIED}
     assert 1 <= len(target.clients) <= 3  # one per worker thread
     assert [client.flushes for client in target.clients] == [1] * len(target.clients)
+
+
+@dataclass
+class SteppedClock:
+    """The executor's clock, moved on by the test: the deadline passes at an event, not after a wait."""
+
+    now: float = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_no_group_starts_after_the_deadline_passed_during_the_one_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The deadline passes while group b is altered; b still finishes, c, d and e never start."""
+    clock = SteppedClock()
+    deadline = clock.now + 60
+    described: list[str] = []
+
+    def describe_then_pass_the_deadline_at_b(
+        admin: FakeClient, groups: Iterable[str], *, timeout_s: float
+    ) -> tuple[dict[str, kafka_admin.GroupDescription], dict[str, KafkaAdminError]]:
+        groups = list(groups)
+        described.extend(groups)
+        if groups == ["b"]:
+            clock.now = deadline + 1
+        return describe_groups(admin, groups, timeout_s=timeout_s)
+
+    monkeypatch.setattr(kafka_admin, "describe_groups", describe_then_pass_the_deadline_at_b)
+    target = FakeTarget({group: FakeGroup() for group in "abcde"})
+    plan = [row(group) for group in "abcde"]
+    execution = execute_plan(
+        target.new_client,
+        plan,
+        timeout_s=1.0,
+        concurrency=1,
+        deadline=deadline,
+        clock=clock,  # type: ignore[arg-type]
+    )
+    assert described == ["a", "b"]
+    assert target.altered == ["a", "b"]
+    late = "not attempted: the overall deadline passed"
+    assert outcomes(execution) == [
+        ("a", 0, Outcome.APPLIED, None),
+        ("b", 0, Outcome.APPLIED, None),
+        ("c", 0, Outcome.NOT_ATTEMPTED, late),
+        ("d", 0, Outcome.NOT_ATTEMPTED, late),
+        ("e", 0, Outcome.NOT_ATTEMPTED, late),
+    ]
+    assert execution.stopped_because == "the overall deadline passed"
+
+
+def test_a_deadline_passed_before_the_first_group_starts_none() -> None:
+    target = FakeTarget({group: FakeGroup() for group in "ab"})
+    execution = execute_plan(
+        target.new_client,  # type: ignore[arg-type]
+        [row("a"), row("b")],
+        timeout_s=1.0,
+        concurrency=2,
+        deadline=999.0,
+        clock=SteppedClock(1_000.0),
+    )
+    assert target.clients == [] and target.altered == []  # not even a client was made
+    assert {result.outcome for result in execution.results} == {Outcome.NOT_ATTEMPTED}
+    assert execution.stopped_because == "the overall deadline passed"
+
+
+def test_a_deadline_passing_during_the_last_group_stops_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = SteppedClock()
+
+    def describe_then_pass_the_deadline(
+        admin: FakeClient, groups: Iterable[str], *, timeout_s: float
+    ) -> tuple[dict[str, kafka_admin.GroupDescription], dict[str, KafkaAdminError]]:
+        clock.now += 120
+        return describe_groups(admin, groups, timeout_s=timeout_s)
+
+    monkeypatch.setattr(kafka_admin, "describe_groups", describe_then_pass_the_deadline)
+    target = FakeTarget({"only": FakeGroup()})
+    execution = execute_plan(
+        target.new_client,  # type: ignore[arg-type]
+        [row("only")],
+        timeout_s=1.0,
+        concurrency=1,
+        deadline=clock.now + 60,
+        clock=clock,
+    )
+    assert outcomes(execution) == [("only", 0, Outcome.APPLIED, None)]
+    assert execution.stopped_because is None

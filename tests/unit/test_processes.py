@@ -74,10 +74,9 @@ def test_setting_stop_ends_the_whole_tree_before_the_deadline() -> None:
 
 
 def test_the_deadline_stops_the_whole_tree() -> None:
-    started = time.monotonic()
+    """The tree would run 600 s: only the 1 s deadline can end it (``timed_out``)."""
     pids, result = _run(600, timeout_s=1.0)
     assert result.timed_out
-    assert time.monotonic() - started < 10
     assert not _alive(pids[0])
 
 
@@ -158,7 +157,7 @@ def test_terminate_descendants_ends_every_process_the_command_started() -> None:
     assert not any(_alive(pid) for pid in report["before"])
 
 
-# Waits for metadata from a port nobody listens on (30 s timeout) under `interruptible`, after
+# Waits for metadata from a port nobody listens on (an hour's timeout) under `interruptible`, after
 # printing "waiting"; prints the StopSignalError's exit code when a signal cuts in.
 METADATA_WAIT = (
     "import sys\n"
@@ -170,7 +169,7 @@ METADATA_WAIT = (
     "try:\n"
     "    with interruptible():\n"
     "        print('waiting', flush=True)\n"
-    "        read_metadata(admin, timeout_s=30)\n"
+    "        read_metadata(admin, timeout_s=3600)\n"
     "except StopSignalError as error:\n"
     "    print(error.exit_code, flush=True)\n"
 )
@@ -182,13 +181,10 @@ def test_sigterm_cuts_into_a_metadata_wait_at_once() -> None:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "waiting", child.communicate(timeout=60)[1]
         time.sleep(0.5)  # into the wait
-        signalled = time.monotonic()
         child.send_signal(signal.SIGTERM)
-        answer = child.stdout.readline().strip()
-        seconds = time.monotonic() - signalled
-        child.communicate(timeout=30)
-    assert answer == str(128 + signal.SIGTERM)
-    assert seconds < 10  # not the 30 s of the metadata timeout
+        # The wait ends only by the signal (its timeout is an hour): the child answers, then exits.
+        answer, _ = child.communicate(timeout=120)
+    assert answer.strip() == str(128 + signal.SIGTERM)
 
 
 def _closed_port() -> int:
@@ -206,17 +202,16 @@ STUCK_COMMAND = (
     "admin = AdminClient({'bootstrap.servers': '127.0.0.1:' + sys.argv[1], 'log_level': '0'})\n"
     "threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()\n"
     "with forced_exit_after(1.0, 'offsetlake test'):\n"
-    "    call_interruptibly(lambda: admin.list_topics(timeout=60))\n"
+    "    call_interruptibly(lambda: admin.list_topics(timeout=3600))\n"
 )
 
 
 def test_a_stop_is_bounded_even_when_the_main_thread_cannot_take_the_signal() -> None:
-    started = time.monotonic()
+    """The call would hold the signal for an hour; the forced exit says it stopped after 1 s."""
     command = [sys.executable, "-c", STUCK_COMMAND, str(_closed_port())]
-    stuck = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    stuck = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
     assert stuck.returncode == 128 + signal.SIGTERM, stuck.stderr
     assert (
         "offsetlake test: interrupted by SIGTERM; cleanup still running after 1s, stopping now"
         in stuck.stderr
     )
-    assert time.monotonic() - started < 20  # not the 60 s the call would have taken

@@ -8,7 +8,6 @@ the run when the apply after it succeeded.
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -204,17 +203,19 @@ def test_only_the_latest_attempt_of_a_retried_task_counts() -> None:
 
 
 def test_a_client_that_never_answers_is_cut_at_the_timeout() -> None:
-    released = threading.Event()
+    """The error comes while the call is still held: the bound cut in, the call did not end."""
+    held, released, returned = threading.Event(), threading.Event(), threading.Event()
 
     def hanging_client(_http_timeout_s: float, _retry_timeout_s: int) -> Any:
-        released.wait(30)  # a host that accepts and never answers
+        held.set()
+        released.wait()  # a host that accepts and never answers, until the test lets it go
+        returned.set()
         raise AssertionError("not reached within the test")
 
-    started = time.monotonic()
     try:
         with pytest.raises(JobsApiError, match=r"did not answer within 0\.5 s \(reading run 7\)"):
             read_run_tasks(7, timeout_s=0.5, client_factory=hanging_client)
-        assert time.monotonic() - started < 5
+        assert held.is_set() and not returned.is_set()
     finally:
         released.set()
 

@@ -134,17 +134,20 @@ def execute_plan(
     timeout_s: float,
     concurrency: int,
     deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    stopped: threading.Event | None = None,
 ) -> Execution:
     """Alter and verify every altering row of ``plan``; ``new_client`` makes a target AdminClient the
-    executor keeps (offsetlake.kafka.clients.new_admin); ``deadline`` is a ``time.monotonic()``
-    value after which no new group starts."""
+    executor keeps (offsetlake.kafka.clients.new_admin); ``deadline`` is a ``clock()`` value after
+    which no new group starts. ``clock`` and ``stopped`` (set once no new group will start) let a
+    test move the deadline past at an event and answer a held request once the run stopped."""
     clients = _ClientPerWorker(new_client)
     rows_by_group: dict[str, list[PlanRow]] = defaultdict(list)
     for row in plan:
         if row.action.alters:
             rows_by_group[row.consumer_group].append(row)
     progress = {group: _GroupProgress() for group in rows_by_group}
-    stopping = threading.Event()
+    stopping = stopped if stopped is not None else threading.Event()
     finished: dict[str, list[PartitionResult]] = {}
     in_flight: dict[Future[_GroupOutcome], str] = {}
     queued = iter(sorted(rows_by_group))
@@ -156,7 +159,7 @@ def execute_plan(
         nonlocal stopped_because, abandon_at
         if stopped_because is None:
             stopped_because = reason
-            abandon_at = time.monotonic() + ABANDON_AFTER_TIMEOUTS * timeout_s
+            abandon_at = clock() + ABANDON_AFTER_TIMEOUTS * timeout_s
             stopping.set()
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="apply")
@@ -165,6 +168,9 @@ def execute_plan(
             while stopped_because is None and len(in_flight) < concurrency:
                 group = next(queued, None)
                 if group is None:
+                    break
+                if deadline is not None and clock() >= deadline:
+                    stop("the overall deadline passed")  # checked before each group, not only when idle
                     break
                 future = pool.submit(
                     _apply_group,
@@ -178,7 +184,7 @@ def execute_plan(
             if not in_flight:
                 break
             wait_until = abandon_at if stopped_because else (deadline or float("inf"))
-            done, _ = wait(in_flight, timeout=_seconds_until(wait_until), return_when=FIRST_COMPLETED)
+            done, _ = wait(in_flight, timeout=_seconds_until(wait_until, clock), return_when=FIRST_COMPLETED)
             for future in done:
                 group = in_flight.pop(future)
                 outcome = future.result()
@@ -333,5 +339,5 @@ def _result(
     return PartitionResult(row, outcome, applied, read_back, error, datetime.now(UTC))
 
 
-def _seconds_until(moment: float) -> float | None:
-    return None if moment == float("inf") else max(0.0, moment - time.monotonic())
+def _seconds_until(moment: float, clock: Callable[[], float]) -> float | None:
+    return None if moment == float("inf") else max(0.0, moment - clock())

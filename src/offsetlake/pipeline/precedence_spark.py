@@ -1,7 +1,7 @@
 """The gold contract's choice rule as Spark expressions, for latest_offsets and --as-of reads.
 
 offsetlake.mirror.precedence states the rule and holds its pure twin, ``choose`` (the failover's
-merge uses it; tests/integration/test_tail_merge_parity.py holds the two equal)."""
+merge uses it; tests/integration/test_precedence_parity.py holds the two equal)."""
 
 from __future__ import annotations
 
