@@ -1274,3 +1274,40 @@ def test_the_failover_searches_the_newest_snapshot_on_k2ks_tracing_headers_itsel
     assert "1 group-partition(s) searched now, 1 translated more freshly than gold" in applied.stdout
     (row,) = [row for row in harness.audit(f"run_id = '{applied.run_id}'") if row["stage"] == "result"]
     assert "searched on the target now on K2K's tracing headers" in row["reason"]
+
+
+def test_a_k2k_group_before_the_first_traced_record_is_placed_at_the_log_start(
+    harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    """A K2K-only pair: the group committed source offset 1, K2K's first traced record is source
+    offset 3 (the records before it were never replicated), so nothing translates it; the apply
+    places it at the target partition's log start, which is that first traced record: exact."""
+    prefix = unique_name("k2konly") + "."
+    source_topic = unique_name("orders")
+    target = f"{prefix}{source_topic}"
+    create_topic(target_bootstrap, target)
+    offsets = produce_traced(target_bootstrap, target, [(source_topic, 0, 3), (source_topic, 0, 4)])
+    early, traced = unique_name("early"), unique_name("traced")
+    snapshot = minutes_ago(1)
+    harness._overwrite(
+        LATEST_GROUP_OFFSETS.name,
+        [
+            (early, "EMPTY", source_topic, 0, 1, "m", snapshot, "west", snapshot),
+            (traced, "EMPTY", source_topic, 0, 4, "m", snapshot, "west", snapshot),
+        ],
+        LATEST_GROUP_OFFSETS.schema_ddl,
+    )
+    routes = ("--set", "offsetlake.k2k.tracing.topics=west=" + prefix + "{topic}")
+
+    refused = harness.run("apply", "--checkpoint-tail", *routes, "--untranslated", "refuse")
+    assert refused.exit_code == ApplyStatus.INCOMPLETE, refused
+    assert f"INCOMPLETE: 1 partitions not placed: {early} {target}[0] (skip_untranslated)" in refused.stderr
+    assert position(target_bootstrap, traced, target) == offsets[1], "the search translated it exactly"
+    assert position(target_bootstrap, early, target) is None
+
+    placed = harness.run("apply", "--checkpoint-tail", *routes)
+    assert placed.exit_code == 0, placed
+    assert position(target_bootstrap, early, target) == offsets[0]
+    (row,) = harness.audit(f"run_id = '{placed.run_id}' AND stage = 'result' AND consumer_group = '{early}'")
+    assert (row["plan_action"], row["verified"]) == ("place_at_log_start", True)
+    assert "west's " in row["reason"] and "offset 1" in row["reason"]
