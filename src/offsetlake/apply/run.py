@@ -156,6 +156,8 @@ class ApplyRequest:
     """With ``checkpoint_tail``: plan from the target's checkpoint records alone, without gold's
     translations. Without it, gold's latest_offsets empty while bronze_checkpoints holds checkpoint
     records (an update that truncated gold) is refused: the tail alone lacks what gold held."""
+    direction: audit.Direction = audit.Direction.FAILOVER
+    """Recorded in apply_audit: ``failback`` when offsetlake.failback plans the groups' way back."""
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,7 @@ def _begin(
             mode=audit.Mode.DRY_RUN if request.dry_run else audit.Mode.APPLY,
             started_at=started_at,
             as_of=request.as_of,
+            direction=request.direction,
         ),
         started=time.monotonic(),
     )
