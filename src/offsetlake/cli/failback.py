@@ -95,9 +95,16 @@ def handle_failback(args: argparse.Namespace, context: Context) -> int:
     )
     with contextlib.closing(stores.gold_store_for(apply, stores.command_home())) as store:
         result = run_failback(request, store=store, secrets=context.secrets)  # type: ignore[arg-type]
-    out, err = render.apply_report(result.apply, details=args.details)
+    out, err = render.apply_report(result.apply, details=args.details) if result.apply.gold_rows else ([], [])
     for line in (*report_lines(result), *out):
         print(line, file=context.out)
+    if not result.apply.gold_rows:
+        what = (
+            "every selected group was refused"
+            if result.refused_groups
+            else "no selected group has a position"
+        )
+        print(f"run {result.apply.run_id}: nothing to move back: {what} on the target", file=context.err)
     for line in err:
         print(line, file=context.err)
     return result.exit_code

@@ -128,8 +128,9 @@ class FailbackResult:
 
     @property
     def status(self) -> ApplyStatus:
-        """The apply's status; refused groups make an otherwise good run REFUSED."""
-        if self.apply.status is ApplyStatus.OK and self.refused_groups:
+        """The apply's status; refused groups make an otherwise good run, or one left with nothing
+        to apply, REFUSED; nothing to move back at all is FAILED, as an apply with an empty gold."""
+        if self.refused_groups and (self.apply.status is ApplyStatus.OK or not self.apply.gold_rows):
             return ApplyStatus.REFUSED
         return self.apply.status
 
@@ -251,7 +252,7 @@ def _from_forward_history(
         base = PartitionPath(row.consumer_group, row.topic, row.partition, row.committed_offset,
                              Route.FORWARD_HISTORY, upstream, None)  # fmt: skip
         if candidates:
-            resume, method, exact, bound, note = max(candidates, key=lambda candidate: candidate[0])
+            resume, method, exact, bound, note = max(candidates, key=lambda candidate: candidate[:3:2])
             paths.append(replace(base, resume_at=resume, method=method, exact=exact, reread_bound=bound,
                                  reason=note))  # fmt: skip
         else:
