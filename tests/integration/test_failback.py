@@ -127,12 +127,14 @@ def test_failback_puts_every_group_at_or_before_its_first_unprocessed_record(
         for d in outage.downstream(events)
         if d > PREEXISTING and {d, d - 1}.isdisjoint(outage.sync_points(events))
     )
-    name = {label: unique_name(label) for label in ("at-sync", "between", "past-last", "traced", "both")}
+    labels = ("at-sync", "between", "past-last", "traced", "traced-end", "both")
+    name = {label: unique_name(label) for label in labels}
     groups = {
         name["at-sync"]: {remote_orders: syncs[1]},
         name["between"]: {remote_orders: between},
         name["past-last"]: {remote_orders: past_last},
         name["traced"]: {remote_events: traced_between},
+        name["traced-end"]: {remote_events: outage.downstream(events)[-1] + 1},  # caught up
         name["both"]: {remote_orders: between, payments: 9},
     }
     for group, committed in groups.items():
@@ -158,6 +160,8 @@ def test_failback_puts_every_group_at_or_before_its_first_unprocessed_record(
             assert resumed is not None and resumed <= truth, (group, topic, offset, resumed, truth, report)
     assert position(source_bootstrap, name["at-sync"], orders) == outage.truth(orders, syncs[1])
     assert position(source_bootstrap, name["traced"], events) == outage.truth(events, traced_between)
+    last_traced = outage.forward.ground_truth.records(events, 0)[-1].source_offset
+    assert position(source_bootstrap, name["traced-end"], events) == last_traced + 1
     record_at_between = outage.truth(orders, between)
     assert position(source_bootstrap, name["between"], orders) < record_at_between  # one past a sync
     # dr's own topic went through the reverse flow: dr.<payments> on primary, at the checkpoint
@@ -167,6 +171,7 @@ def test_failback_puts_every_group_at_or_before_its_first_unprocessed_record(
     assert "reverse flow" in report and "forward flow's history" in report
     assert re.search(rf"{re.escape(name['at-sync'])} .*offset_sync \(reverse\).*exact", report), report
     assert re.search(rf"{re.escape(name['traced'])} .*k2k_tracing_headers \(reverse\).*exact", report), report
+    assert re.search(rf"{re.escape(name['traced-end'])} .*k2k_tracing_headers \(reverse\)", report), report
     assert re.search(rf"{re.escape(name['past-last'])} .*re-reads <= \d+", report), report
     rows = harness.audit(f"stage = 'result' AND consumer_group = '{both}'")
     assert {row["direction"] for row in rows} == {"failback"}
