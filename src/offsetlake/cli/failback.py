@@ -30,7 +30,7 @@ from offsetlake.failback.run import (
     UntranslatedPolicy,
     run_failback,
 )
-from offsetlake.kafka.secrets import target_client_config
+from offsetlake.kafka.secrets import DatabricksSecrets, kafka_options_from_scope, target_client_config
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,6 +79,9 @@ def handle_failback(args: argparse.Namespace, context: Context) -> int:
     if args.as_of is not None:
         raise UsageError("failback translates the groups' positions now; --as-of restores apply's history")
     (source,) = clusters.sources
+    options = dict(clusters.kafka_options)
+    if args.secret_scope:  # the groups' read and the reverse flow's too, not only the apply's alters
+        options.update(kafka_options_from_scope(context.secrets or DatabricksSecrets(), args.secret_scope))
     apply = replace(
         request_from_args(args, clusters, dry_run=args.plan),
         target_bootstrap_servers=source.bootstrap_servers,
@@ -86,9 +89,9 @@ def handle_failback(args: argparse.Namespace, context: Context) -> int:
     request = FailbackRequest(
         apply=apply,
         source_alias=source.alias,
-        source_config=target_client_config(source.bootstrap_servers, clusters.kafka_options),
+        source_config=target_client_config(source.bootstrap_servers, options),
         target_alias=clusters.target_alias,
-        target_config=target_client_config(clusters.target, clusters.kafka_options),
+        target_config=target_client_config(clusters.target, options),
         policy=pipeline_policy(args),
         tracing=pipeline_k2k_tracing(args),
         untranslated=args.untranslated,

@@ -274,18 +274,15 @@ def _traced(
 
 
 def _log_ends(request: FailbackRequest, keys: Collection[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """The source partitions' log ends (bounding the re-reads past the last sync); a partition the
-    source cannot answer for is left unbounded (the apply reports a missing topic itself)."""
-    ends: dict[tuple[str, int], int] = {}
+    """The source partitions' log ends, in one request (bounding the re-reads past the last sync);
+    when the source cannot answer for one, none is bounded (the apply reports the source itself)."""
     with clients.admin(request.source_config) as admin:
-        for key in sorted(keys):
-            try:
-                ends |= kafka_admin.list_log_offsets(
-                    admin, [key], OffsetSpec.latest(), timeout_s=request.apply.timeout_s
-                )
-            except KafkaAdminError:
-                continue
-    return ends
+        try:
+            return kafka_admin.list_log_offsets(
+                admin, sorted(keys), OffsetSpec.latest(), timeout_s=request.apply.timeout_s
+            )
+        except KafkaAdminError:
+            return {}
 
 
 def _through_reverse_flow(request: FailbackRequest, own: Sequence[GroupOffset]) -> list[PartitionPath]:
@@ -293,6 +290,9 @@ def _through_reverse_flow(request: FailbackRequest, own: Sequence[GroupOffset]) 
     the source, when it does not lie past the group's live position (it would skip)."""
     tail = read_checkpoint_tail(request.source_config, request.policy, timeout_s=request.apply.timeout_s)
     flows = [record for record in tail.records if record.source_cluster == request.target_alias]
+    unread = "; ".join(
+        f"{part.topic}[{part.partition}] not read to its end: {part.reason}" for part in tail.unreadable
+    )
     newest = {
         (offset.consumer_group, offset.topic, offset.partition): offset
         for offset in merge_tail([], flows, request.apply.method_precedence).offsets
@@ -305,6 +305,7 @@ def _through_reverse_flow(request: FailbackRequest, own: Sequence[GroupOffset]) 
         checkpoint = newest.get((row.consumer_group, remote, row.partition))
         if checkpoint is None:
             why = f"no checkpoint of the reverse flow ({request.target_alias} -> source) for it"
+            why += f" ({unread})" if unread else ""
             paths.append(_untranslated(request, base, why))
         elif checkpoint.upstream_offset is not None and checkpoint.upstream_offset > row.committed_offset:
             why = (
