@@ -27,6 +27,7 @@ from offsetlake.failback.run import (
     FailbackRequest,
     FailbackResult,
     PartitionPath,
+    Route,
     UntranslatedPolicy,
     run_failback,
 )
@@ -118,12 +119,13 @@ def report_lines(result: FailbackResult) -> list[str]:
     paths = result.paths
     exact = sum(1 for path in paths if path.exact)
     routes = Counter(path.route.value for path in paths)
-    bounded = [path.reread_bound for path in paths if path.reread_bound is not None]
+    forward = [path for path in paths if path.route is Route.FORWARD_HISTORY and path.resume_at is not None]
+    bounded = [path.reread_bound for path in forward if path.reread_bound is not None]
     lines = [
         f"failback: {len(paths)} committed position(s) read on the target, translated in "
-        f"{result.translate_seconds:.1f}s; exact {exact} of {len(paths)}; re-read bound "
-        f"{sum(bounded)} record(s) over {len(bounded)} partition(s)"
-        + (f", {len(paths) - len(bounded) - _untranslated(paths)} unbounded" if paths else ""),
+        f"{result.translate_seconds:.1f}s; exact {exact} of {len(paths)}; forward flow's history: "
+        f"re-reads at most {sum(bounded)} record(s) over {len(bounded)} partition(s)"
+        + (f", {len(forward) - len(bounded)} not bounded" if len(forward) > len(bounded) else ""),
         "paths: " + ", ".join(f"{route} {count}" for route, count in sorted(routes.items())),
     ]
     lines += [_path_line(path) for path in paths]
@@ -132,19 +134,23 @@ def report_lines(result: FailbackResult) -> list[str]:
             f"refused (a partition without translation): {', '.join(result.refused_groups)}; "
             "their other partitions were left alone too"
         )
+    if paths:
+        lines.append(
+            "below, records `skipped` are those a group read on the target since its position on the "
+            "source before the outage; `re-read` counts from that position"
+        )
     return lines
-
-
-def _untranslated(paths: tuple[PartitionPath, ...]) -> int:
-    return sum(1 for path in paths if path.resume_at is None)
 
 
 def _path_line(path: PartitionPath) -> str:
     where = f"  {path.consumer_group} {path.topic}[{path.partition}]@{path.committed} -> {path.source_topic}"
     if path.resume_at is None:
         return f"{where}: not translated ({path.route}): {path.reason}"
-    how = "exact" if path.exact else (
-        "re-reads unbounded" if path.reread_bound is None else f"re-reads <= {path.reread_bound}"
-    )  # fmt: skip
+    if path.route is Route.REVERSE_FLOW:
+        how = "MM2's checkpoint"
+    elif path.exact:
+        how = "exact"
+    else:
+        how = "re-reads not bounded" if path.reread_bound is None else f"re-reads <= {path.reread_bound}"
     note = f"; {path.reason}" if path.reason else ""
     return f"{where}[{path.partition}]@{path.resume_at} by {path.method} ({path.route}; {how}){note}"
