@@ -10,6 +10,7 @@ filtered records and target data that was there before) replicates to ``primary.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from collections.abc import Callable, Iterator
@@ -18,8 +19,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from offsetlake.apply.store import SparkGoldStore
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
+from offsetlake.local.home import LocalHome
+from offsetlake.local.warehouse_gold import LocalGoldStore
 from offsetlake.pipeline.tables import SILVER_OFFSET_SYNCS
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator, ReplicatedRecord
 from tests.integration.test_apply import ApplyHarness, harness, position  # noqa: F401 (fixture)
@@ -221,3 +225,21 @@ def test_an_active_group_on_the_source_is_refused(
         code, report = failback(harness, source_bootstrap, target_bootstrap, "--groups", re.escape(group))
     assert code == 3, report
     assert position(source_bootstrap, group, outage.orders) is None
+
+
+def test_both_gold_stores_read_the_same_sync_history(harness: ApplyHarness, outage: Outage) -> None:  # noqa: F811
+    """The Spark store (Databricks) and the Arrow store (local) hand failback the same syncs, in the
+    order MM2 wrote them, of the named source and topics only."""
+    spark_store = SparkGoldStore(harness.spark, harness.schema)
+    arrow_store = LocalGoldStore(LocalHome(harness.home), harness.schema, warehouse=harness.warehouse)
+    topics = {outage.orders, outage.events, "no-such-topic"}
+    with contextlib.closing(arrow_store):
+        read = arrow_store.offset_syncs(PRIMARY, topics)
+        assert read == spark_store.offset_syncs(PRIMARY, topics)
+        assert arrow_store.offset_syncs("elsewhere", topics) == {} == spark_store.offset_syncs(PRIMARY, set())
+    written = [
+        (s.upstream_offset, s.downstream_offset)
+        for s in outage.forward.offset_syncs
+        if s.topic == outage.orders
+    ]
+    assert read[(outage.orders, 0)] == written
