@@ -13,7 +13,13 @@ target offsets diverge), and positions four consumer groups on the source:
 Then it runs the pipeline, prints the plan, applies it with ``--active-group-policy skip``, and
 proves the failover: a consumer joins each applied group on the target, starts from the committed
 position and reads on; every record the group had not processed on the source must be read (none
-skipped), and the records read again are counted. Exit status 1 if any check fails.
+skipped), and the records read again are counted.
+
+Then the round trip back: the applied groups consume on the target, producers that failed over
+write the target's own topic (``refunds``), the source comes back with a reverse flow
+``dr -> primary`` (replicating ``refunds`` to ``dr.refunds`` and checkpointing the groups there),
+and ``offsetlake failback`` moves every group home; each group's committed positions on the source
+must be at or before its first unprocessed record. Exit status 1 if any check fails.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TextIO
@@ -34,11 +40,14 @@ from typing import TextIO
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from offsetlake.apply.k2k_search import K2KTracing
 from offsetlake.apply.planner import ActiveGroupPolicy
 from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.cli import render
+from offsetlake.cli.failback import report_lines
 from offsetlake.cli.stores import gold_store_for
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
+from offsetlake.failback.run import FailbackRequest, run_failback
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.local.audit_journal import fold_journal
@@ -58,6 +67,9 @@ ORDERS = "orders"
 PAYMENTS = "payments"
 ORDERS_PARTITIONS = 3
 PAYMENTS_PARTITIONS = 2
+REFUNDS = "refunds"
+"""The target's own topic, written by producers that failed over; the reverse flow copies it back."""
+REFUNDS_RECORDS = 20
 PREEXISTING_TARGET_RECORDS = 5
 MAPPING_TOPIC = DEFAULT_MAPPING_TOPIC
 """K2K's documented default mapping topic (``offsetMapping.topic``)."""
@@ -252,7 +264,8 @@ def _run_scenario(home: Path, clusters: ClusterPair, progress: Progress) -> int:
             f"FAIL: {sum(verdict.skipped for verdict in failed)} records skipped; "
             f"{uncommitted} partitions without a committed offset"
         )
-    passed = apply_ok and untouched and bool(verdicts) and not failed
+    back_ok = _fail_back(home, clusters, simulator, committed, progress)
+    passed = apply_ok and untouched and bool(verdicts) and not failed and back_ok
     progress.step(f"RESULT: {'PASS' if passed else 'FAIL'}")
     return EXIT_OK if passed else EXIT_FAILED
 
@@ -449,6 +462,122 @@ def _verify_resumed_groups(
                 )
             )
     return verdicts
+
+
+def _fail_back(
+    home: Path, clusters: ClusterPair, forward: MirrorSimulator, before: SourcePositions, progress: Progress
+) -> bool:
+    """The round trip: the applied groups consume on the target and commit there, producers write
+    its own topic, the source comes back with a reverse flow, ``offsetlake failback``; then a real
+    group's committed positions on the source must be at or before its first unprocessed record:
+    the later of where it stood on the source before the outage and the source record of the first
+    replicated record it had not read on the target (the simulators' ground truth)."""
+    source, target = clusters.source.bootstrap_servers, clusters.target.bootstrap_servers
+    applied = [group for group in GROUPS if group.expectation is Expectation.APPLIED]
+    remote = {forward.settings.remote_topic(topic): topic for topic in (ORDERS, PAYMENTS)}
+    on_target = _consume_on_target(target, forward, applied, list(remote))
+    reverse_settings = MirrorSettings(TARGET_ALIAS, SOURCE_ALIAS, target, source)
+    with MirrorSimulator(reverse_settings) as reverse:
+        reverse.create_topic(REFUNDS, 1)
+        reverse.produce(REFUNDS, REFUNDS_RECORDS)
+        for index, group in enumerate(applied):  # the first reads part of it, the others all of it
+            read = REFUNDS_RECORDS * 3 // 5 if index == 0 else REFUNDS_RECORDS
+            reverse.commit_source_group(group.name, {(REFUNDS, 0): read})
+            on_target[group.name][(REFUNDS, 0)] = read
+        reverse.replicate()
+        reverse.commit()
+        checkpoints = reverse.emit_checkpoints(group.name for group in applied)
+        progress.step(
+            f"the outage ends: a reverse flow {TARGET_ALIAS} -> {SOURCE_ALIAS} replicates {REFUNDS} "
+            f"({REFUNDS_RECORDS} records written on the target during the outage) to "
+            f"{reverse_settings.remote_topic(REFUNDS)} and checkpoints the groups ({len(checkpoints)}); "
+            f"MM2 never copies {SOURCE_ALIAS}.<topic> back"
+        )
+    settings = pipeline_settings(source, target)
+    request = FailbackRequest(
+        apply=ApplyRequest(dry_run=False, target_bootstrap_servers=source),
+        source_alias=SOURCE_ALIAS,
+        source_config={"bootstrap.servers": source},
+        target_alias=TARGET_ALIAS,
+        target_config={"bootstrap.servers": target},
+        tracing=K2KTracing(settings.k2k_tracing_routes, settings.k2k_tracing_headers),
+    )
+    progress.step(
+        f"offsetlake failback --target {target} --target-alias {TARGET_ALIAS} "
+        f"--source {SOURCE_ALIAS}={source}"
+    )
+    with contextlib.closing(gold_store_for(request.apply, LocalHome(home))) as store:
+        result = run_failback(request, store=store)
+    out, err = render.apply_report(result.apply)
+    progress.block("\n".join(report_lines(result) + out + err))
+    fold_journal(get_local_spark(home), LocalHome(home))
+    progress.step("verifying each group's committed positions on the source against the ground truth")
+    admin = AdminClient({"bootstrap.servers": source})
+    rows, ok = [], result.status is ApplyStatus.OK
+    for group in applied:
+        listed = kafka_admin.list_committed_offsets(admin, group.name, timeout_s=_TIMEOUT_S)
+        for (topic, partition), resumed in sorted(listed.items()):
+            if topic in (ORDERS, PAYMENTS):
+                committed = on_target[group.name][(forward.settings.remote_topic(topic), partition)]
+                owed = max(
+                    before[group.name][(topic, partition)], _origin(forward, topic, partition, committed)
+                )
+            elif topic == reverse_settings.remote_topic(REFUNDS):
+                committed = on_target[group.name][(REFUNDS, partition)]
+                record = reverse.ground_truth.first_unprocessed(REFUNDS, partition, committed)
+                owed = REFUNDS_RECORDS if record is None else record.target_offset
+            else:
+                continue
+            good = resumed.offset <= owed
+            ok = ok and good
+            rows.append((group.name, topic, partition, committed, owed, resumed.offset, owed - resumed.offset,
+                         "ok" if good else "FAIL"))  # fmt: skip
+    ok = ok and len(rows) == len(applied) * (ORDERS_PARTITIONS + PAYMENTS_PARTITIONS + 1)
+    headers = ("group", "source topic", "partition", "committed on target", "first unprocessed on source",
+               "resumed at", "offsets re-read", "verdict")  # fmt: skip
+    progress.block(render.table(headers, rows))
+    progress.step(
+        "failback: every group resumed on the source at or before its first unprocessed record"
+        if ok
+        else f"FAIL: failback exited with status {int(result.status)} or a group would skip"
+    )
+    return ok
+
+
+def _consume_on_target(
+    target: str, forward: MirrorSimulator, applied: Sequence[DemoGroup], remote_topics: Sequence[str]
+) -> SourcePositions:
+    """The applied groups read on during the outage: each commits two thirds of the way from where
+    the failover put it to the log end (its positions on the target, per target topic)."""
+    admin = AdminClient({"bootstrap.servers": target})
+    positions: SourcePositions = {}
+    for group in applied:
+        listed = kafka_admin.list_committed_offsets(admin, group.name, timeout_s=_TIMEOUT_S)
+        moved = {}
+        for (topic, partition), committed in listed.items():
+            if topic in remote_topics:
+                records = forward.ground_truth.records(_source_topic(forward, topic), partition)
+                end = records[-1].target_offset + 1
+                moved[(topic, partition)] = replace(
+                    committed, offset=committed.offset + (end - committed.offset) * 2 // 3
+                )
+        errors = kafka_admin.alter_committed_offsets(admin, group.name, moved, timeout_s=_TIMEOUT_S)
+        if errors:
+            raise DemoError(f"{group.name} could not commit on the target: {errors}")
+        positions[group.name] = {key: committed.offset for key, committed in moved.items()}
+    return positions
+
+
+def _source_topic(forward: MirrorSimulator, remote: str) -> str:
+    return next(topic for topic in (ORDERS, PAYMENTS) if forward.settings.remote_topic(topic) == remote)
+
+
+def _origin(forward: MirrorSimulator, topic: str, partition: int, committed: int) -> int:
+    """The source offset of the first replicated record at or after ``committed`` on the target;
+    past them all, the last one's + 1."""
+    records = forward.ground_truth.records(topic, partition)
+    after = [record.source_offset for record in records if record.target_offset >= committed]
+    return after[0] if after else records[-1].source_offset + 1
 
 
 def _verdict_table(verdicts: Sequence[PartitionVerdict]) -> str:

@@ -12,9 +12,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from offsetlake.apply import audit
 from offsetlake.apply.store import SparkGoldStore
 from offsetlake.local import audit_journal
 from offsetlake.local.audit_journal import (
@@ -96,6 +98,34 @@ def test_queries_find_an_audit_table_and_are_told_when_it_cannot_be_made(
     reason = fold_before_queries(spark, LocalHome(tmp_path), orphaned)
     assert reason is not None
     assert reason.startswith(f"`{orphaned}`.`apply_audit` could not be created ([LOCATION_ALREADY_EXISTS]")
+
+
+def test_an_audit_table_from_before_the_direction_column_gains_it_and_keeps_its_rows(
+    spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """apply_audit created without ``direction`` (issue 48 added it): the fold adds the column (its
+    older rows NULL) and appends the new rows; a journal file written before it is folded too."""
+    schema = schema_name(unique_name, "old_audit")
+    older = [(name, kind) for name, kind in audit.AUDIT_COLUMNS if (name, kind) not in audit.ADDED_COLUMNS]
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
+    columns = ", ".join(f"`{name}` {kind}" for name, kind in older)
+    spark.sql(f"CREATE TABLE `{schema}`.apply_audit ({columns}) USING parquet")
+    spark.sql(f"INSERT INTO `{schema}`.apply_audit (run_id, mode, stage) VALUES ('run-old', 'apply', 'plan')")
+    home = LocalHome(tmp_path)
+    LocalGoldStore(home, schema, warehouse=warehouse_of(spark)).append_audit(
+        audit_records("run-new", at(2), at(1))
+    )
+    (written,) = [path for path in journal_files(home, schema) if ".plan." in path.name]
+    pq.write_table(pq.read_table(written).drop_columns(["direction"]), written)  # from before the column
+
+    assert fold_journal(spark, home) == 2
+
+    rows = spark.sql(f"SELECT run_id, direction FROM `{schema}`.apply_audit").collect()
+    assert {(row["run_id"], row["direction"]) for row in rows} == {
+        ("run-old", None),
+        ("run-new", None),
+        ("run-new", "failover"),
+    }
 
 
 def _sql(home: Path, *command: str) -> subprocess.CompletedProcess[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -82,6 +83,10 @@ class Recording:
 
     def __call__(self, *args: object, **kwargs: object) -> Recording:
         return self
+
+    def __iter__(self) -> Iterator[str]:
+        """An empty collection (a table's columns, say)."""
+        return iter(())
 
 
 def test_opening_a_local_session_writes_no_table_and_the_explicit_step_folds_the_journal(

@@ -45,12 +45,21 @@ class Stage(StrEnum):
     RESULT = "result"
 
 
+class Direction(StrEnum):
+    """Which way a run moves groups: onto the cluster a flow replicates to (``failover``: every
+    plan, apply and failover), or back to the one it replicates from (``failback``)."""
+
+    FAILOVER = "failover"
+    FAILBACK = "failback"
+
+
 @dataclass(frozen=True)
 class RunInfo:
     run_id: str
     mode: Mode
     started_at: datetime
     as_of: datetime | None
+    direction: Direction = Direction.FAILOVER
 
 
 AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -78,7 +87,11 @@ AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("as_of", "TIMESTAMP"),
     ("run_started_at", "TIMESTAMP"),
     ("recorded_at", "TIMESTAMP"),
+    ("direction", "STRING"),
 )
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = (("direction", "STRING"),)
+"""Columns added to AUDIT_COLUMNS after tables were created without them: an older table gains them
+(:func:`add_missing_columns`), and an older row reads them as NULL."""
 
 
 def audit_table_name(schema: str, catalog: str | None = None) -> str:
@@ -126,8 +139,19 @@ def append_audit(spark: SparkSession, table: str, records: Iterable[tuple[Any, .
     """Append rows (creating the table in the session's default format on first use)."""
     records = list(records)
     if records:
+        add_missing_columns(spark, table)
         spark.createDataFrame(records, audit_schema()).write.mode("append").saveAsTable(table)
     return len(records)
+
+
+def add_missing_columns(spark: SparkSession, table: str) -> None:
+    """An existing audit table created before ADDED_COLUMNS gains them (NULL in its older rows)."""
+    if not spark.catalog.tableExists(table.replace("`", "")):
+        return
+    present = set(spark.table(table).columns)
+    missing = [f"`{name}` {kind}" for name, kind in ADDED_COLUMNS if name not in present]
+    if missing:
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
 
 
 @dataclass(frozen=True)
@@ -261,6 +285,7 @@ def _record(
         run.as_of,
         run.started_at,
         recorded_at,
+        run.direction.value,
     )
 
 

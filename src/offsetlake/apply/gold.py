@@ -27,6 +27,7 @@ from offsetlake.pipeline.tables import (
     LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    SILVER_OFFSET_SYNCS,
 )
 
 if TYPE_CHECKING:
@@ -262,6 +263,26 @@ def read_newest_group_offsets(
         return {}
     rows = narrowed(spark.table(name), selection, columns=("consumer_group",)).select(*GROUP_SNAPSHOT_COLUMNS)
     return group_snapshots(rows.toArrow(), selection)
+
+
+def read_offset_syncs(
+    spark: SparkSession, schema: str, catalog: str | None, source_cluster: str, topics: Collection[str]
+) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """silver_offset_syncs of ``source_cluster``'s ``topics`` (upstream names), per partition in the
+    order written (failback's reverse translation); empty when the table is absent."""
+    from pyspark.sql import functions as sf
+
+    from offsetlake.apply.gold_rows import OFFSET_SYNC_COLUMNS, sync_histories
+
+    name = table_name(SILVER_OFFSET_SYNCS.name, schema, catalog)
+    if not topics or not _exists(spark, name):
+        return {}
+    rows = (
+        spark.table(name)
+        .where((sf.col("source_cluster") == source_cluster) & sf.col("topic").isin(sorted(topics)))
+        .select(*OFFSET_SYNC_COLUMNS)
+    )
+    return sync_histories(rows.toArrow())
 
 
 MAPPING_CONFLICT_COLUMNS: Final = (

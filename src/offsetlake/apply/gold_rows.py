@@ -245,3 +245,25 @@ def group_snapshots(table: pa.Table, selection: Selection | None) -> dict[str, l
         snapshot = GroupOffset(group, state or "", topic, partition, committed, metadata or "", snapshot_time)
         by_alias.setdefault(alias, []).append(snapshot)
     return by_alias
+
+
+OFFSET_SYNC_COLUMNS: Final = ("topic", "partition", "upstream_offset", "downstream_offset",
+                              "kafka_topic", "kafka_partition", "kafka_offset")  # fmt: skip
+"""What failback's reverse translation reads of silver_offset_syncs (the forward flow's history)."""
+
+SyncHistories = dict[tuple[str, int], list[tuple[int, int]]]
+"""Per upstream (topic, partition), its offset syncs (upstream, downstream) in the order written."""
+
+
+def sync_histories(table: pa.Table) -> SyncHistories:
+    """silver_offset_syncs rows (OFFSET_SYNC_COLUMNS) per upstream partition, in the order MM2 wrote
+    them: their offsets in the syncs topic (a source's syncs in two topics: one topic after the other)."""
+    table = table.sort_by(
+        [(column, "ascending") for column in ("kafka_topic", "kafka_partition", "kafka_offset")]
+    )
+    histories: SyncHistories = {}
+    rows = zip(*(table[column].to_pylist() for column in OFFSET_SYNC_COLUMNS[:4]), strict=True)
+    for topic, partition, upstream, downstream in rows:
+        if None not in (topic, partition, upstream, downstream):
+            histories.setdefault((topic, partition), []).append((upstream, downstream))
+    return histories

@@ -185,6 +185,8 @@ class ApplyRequest:
     resume_sync: bool = False
     """An operator hands the selected groups a failover placed back to the sync (recorded as a
     resume: later runs move them again)."""
+    direction: audit.Direction = audit.Direction.FAILOVER
+    """Recorded in apply_audit: ``failback`` when offsetlake.failback plans the groups' way back."""
 
 
 @dataclass(frozen=True)
@@ -365,6 +367,7 @@ def _begin(
             mode=_mode(request),
             started_at=started_at,
             as_of=request.as_of,
+            direction=request.direction,
         ),
         started=time.monotonic(),
     )

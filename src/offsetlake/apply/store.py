@@ -14,7 +14,7 @@ a run uses is chosen by the entry point that starts it (offsetlake.cli.stores, `
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from offsetlake.apply.audit import LastApplied
     from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
+    from offsetlake.apply.gold_rows import SyncHistories
     from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
     from offsetlake.kafka.group_offsets import GroupOffset
 
@@ -154,6 +155,10 @@ class SparkGoldStore:
 
     def mapping_conflicts(self, selection: Selection | None = None) -> dict[GroupPartition, str]:
         return gold.read_mapping_conflicts(self.spark, self.schema, self.catalog, selection)
+
+    def offset_syncs(self, source_cluster: str, topics: Collection[str]) -> SyncHistories:
+        """The forward flow's offset syncs of ``topics`` (failback's reverse translation)."""
+        return gold.read_offset_syncs(self.spark, self.schema, self.catalog, source_cluster, topics)
 
     def close(self) -> None:
         """Nothing to let go of: the session is its creator's, and the tables' engine keeps each

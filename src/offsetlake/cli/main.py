@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import NoReturn
 
-from offsetlake.cli import apply, failover, job_report, mm2, pause_sync, pipeline
+from offsetlake.cli import apply, failback, failover, job_report, mm2, pause_sync, pipeline
 from offsetlake.cli.context import Context
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
 from offsetlake.kafka.client_logging import set_verbose
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline.register(subparsers)
     apply.register(subparsers)
     failover.register(subparsers)
+    failback.register(subparsers)
     mm2.register(subparsers)
     job_report.register(subparsers)
     pause_sync.register(subparsers)

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from offsetlake.k2k.reverse_tracing import NO_TRACED_RECORDS, ReverseTraced, reverse_search
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import (
     DEFAULT_MAX_PROBES,
@@ -446,3 +447,83 @@ def look_up_snapshot(
         result.request: result for result in translate_from_tracing_headers(config, requests, names, limits)
     }
     return [TracingLookup(row, request, found[request]) for row, request in zip(rows, requests, strict=True)]
+
+
+@dataclass(frozen=True)
+class ReverseTracingRequest:
+    """Failback: the source position of the committed target position ``downstream_offset`` on
+    ``target_topic[target_partition]``, for the records of ``source_topic[source_partition]``."""
+
+    target_topic: str
+    target_partition: int
+    source_topic: str
+    source_partition: int
+    downstream_offset: int
+
+
+def reverse_from_tracing_headers(
+    config: Mapping[str, Any],
+    requests: Iterable[ReverseTracingRequest],
+    names: TracingHeaderNames,
+    limits: SearchLimits = SearchLimits(),
+) -> dict[ReverseTracingRequest, ReverseTraced]:
+    """Each request's answer (offsetlake.k2k.reverse_tracing), searched on the cluster the records
+    were replicated to (``config``), one partition at a time within ``limits.timeout_s``; a
+    partition or cluster problem is the answer's reason, never an exception."""
+    by_partition: dict[_PartitionKey, list[ReverseTracingRequest]] = defaultdict(list)
+    for request in dict.fromkeys(requests):
+        key = _PartitionKey(
+            request.target_topic, request.target_partition, request.source_topic, request.source_partition
+        )
+        by_partition[key].append(request)
+    answers: dict[ReverseTracingRequest, ReverseTraced] = {}
+    if not by_partition:
+        return answers
+    probe_config = {**reader_consumer_config(config, fail_on_data_loss=True), **_SMALL_FETCHES}
+    scan_config = {**reader_consumer_config(config, fail_on_data_loss=True), **_LARGE_FETCHES}
+    stopped: str | None = None
+    with ExitStack() as stack:
+        readers = _Readers(stack, probe_config, scan_config)
+        for key, group in by_partition.items():
+            if stopped is None:
+                try:
+                    answers |= _reverse_partition(readers, key, group, names, limits)
+                    continue
+                except _UnreachableError as error:
+                    stopped = f"cluster unreachable: {error}"
+                except _ReadFailedError as error:
+                    answers |= dict.fromkeys(group, _no_answer(f"reading {key.where} failed: {error}"))
+                    continue
+            answers |= dict.fromkeys(group, _no_answer(stopped))
+    return answers
+
+
+def _reverse_partition(
+    readers: _Readers,
+    key: _PartitionKey,
+    group: Sequence[ReverseTracingRequest],
+    names: TracingHeaderNames,
+    limits: SearchLimits,
+) -> dict[ReverseTracingRequest, ReverseTraced]:
+    search = _PartitionSearch(readers, key, names, limits, threading.Lock())
+    with readers.assigned():
+        missing = search._missing_partition()
+        if missing is not None:
+            return dict.fromkeys(group, _no_answer(missing))
+        low, high = search._watermarks()
+        return {
+            request: reverse_search(
+                search.probe,
+                low,
+                high,
+                request.downstream_offset,
+                where=key.where,
+                max_probes=limits.max_probes,
+                expired=search.expired,
+            )
+            for request in group
+        }
+
+
+def _no_answer(reason: str) -> ReverseTraced:
+    return ReverseTraced(None, untranslated=NO_TRACED_RECORDS, reason=reason)

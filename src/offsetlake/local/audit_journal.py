@@ -175,6 +175,7 @@ def create_audit_table(spark: SparkSession, schema: str) -> None:
     columns = ", ".join(f"`{name}` {kind}" for name, kind in AUDIT_COLUMNS)
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {audit.audit_table_name(schema)} ({columns}) USING parquet")
+    audit.add_missing_columns(spark, audit.audit_table_name(schema))
 
 
 def journal_note(home: LocalHome) -> str:
@@ -207,7 +208,8 @@ def _readable(path: Path) -> bool:
     """Whether ``path`` holds audit rows (every audit column); else it is set aside and named."""
     try:
         names = pq.read_schema(path).names
-        if all(name in names for name in AUDIT_SCHEMA.names):
+        added = {name for name, _ in audit.ADDED_COLUMNS}  # a file written before them lacks them
+        if all(name in names or name in added for name in AUDIT_SCHEMA.names):
             return True
         problem = "it lacks audit columns"
     except (OSError, pa.ArrowException) as error:

@@ -39,7 +39,7 @@ import functools
 import json
 import operator
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -64,12 +64,15 @@ from offsetlake.apply.gold import (
 from offsetlake.apply.gold_rows import (
     DATA_LOSS_COLUMNS,
     GROUP_SNAPSHOT_COLUMNS,
+    OFFSET_SYNC_COLUMNS,
     UTC_MICROS,
+    SyncHistories,
     choose_current,
     data_loss_totals,
     datetimes,
     gold_offsets,
     group_snapshots,
+    sync_histories,
 )
 from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
 from offsetlake.kafka.group_offsets import GroupOffset
@@ -87,6 +90,7 @@ from offsetlake.pipeline.tables import (
     LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    SILVER_OFFSET_SYNCS,
 )
 
 if TYPE_CHECKING:
@@ -308,6 +312,14 @@ class LocalGoldStore:
         table = _read(dataset, name, MAPPING_CONFLICT_COLUMNS, _narrowing(selection))
         rows = zip(*(table[column].to_pylist() for column in MAPPING_CONFLICT_COLUMNS), strict=True)
         return mapping_conflicts_by_key(rows, selection)
+
+    def offset_syncs(self, source_cluster: str, topics: Collection[str]) -> SyncHistories:
+        """The forward flow's offset syncs of ``topics`` (failback's reverse translation)."""
+        name, dataset = self._table(SILVER_OFFSET_SYNCS.name)
+        if dataset is None or not topics:
+            return {}
+        where = (pc.field("source_cluster") == source_cluster) & pc.field("topic").isin(sorted(topics))
+        return sync_histories(_read(dataset, name, OFFSET_SYNC_COLUMNS, where))
 
     def _table(self, table: str) -> tuple[str, ds.Dataset | None]:
         """The table's name (as Spark names it, for messages) and its files; None when it has none."""
