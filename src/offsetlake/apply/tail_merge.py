@@ -14,8 +14,8 @@ pipeline does:
   key, or compaction removed what came before) and gold's checkpoint row says the same, gold's
   ``source_timestamp`` is kept: gold saw the run begin;
 - a key whose newest checkpoint is exactly gold's row adds nothing; otherwise the newest checkpoint
-  replaces gold's checkpoint row, and competes with another method's row by the precedence rule
-  (mirror/precedence.py: freshest upstream offset first, then the method order);
+  replaces gold's checkpoint row, and competes with another method's row by :func:`tail_replaces`
+  (one clock: MM2's stamps never race offsetlake's snapshot times);
 - a record that does not decode is never applied; it is counted with its reason (the pipeline
   quarantines it at its next update).
 
@@ -26,8 +26,10 @@ that method where this chooses the checkpoint (same upstream offset, perhaps ano
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
 
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.kafka.checkpoint_tail import TailRecord, UnreadablePartition
@@ -132,16 +134,49 @@ def _unchanged(candidate: GoldOffset, current: GoldOffset) -> bool:
     )
 
 
+CLOCKS: Final[Mapping[str, str]] = {"checkpoint": "MM2's"}
+"""Whose clock stamps each method's input: a checkpoint's Kafka timestamp is MM2's worker clock;
+every other method translates a group snapshot offsetlake took (``snapshot_time``: our clock)."""
+OUR_CLOCK: Final = "offsetlake's"
+
+
+def clock(method: str) -> str:
+    """The clock that stamps ``method``'s input (CLOCKS)."""
+    return CLOCKS.get(method, OUR_CLOCK)
+
+
+def input_time(offset: GoldOffset) -> datetime:
+    """When the newest input of a row was taken: gold's last observation (latest_offsets'
+    last_observed_at), a searched snapshot's time, a checkpoint's Kafka timestamp."""
+    return offset.observed_at or offset.source_timestamp
+
+
 def tail_replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
     """Whether ``candidate`` (a method's newest observation, read by the apply itself) takes
-    ``current``'s place in latest_offsets: a newer observation of the same method always does (it is
-    that method's current version); another method's row competes by the precedence rule (freshest
-    upstream offset first, then the method order)."""
+    ``current``'s place: only when its input is at least as new, compared on one clock.
+
+    - Same method, checkpoints: by Kafka's order, never MM2's stamps (they step back): the tail
+      reads every record from the log start and compaction keeps each key's newest, so the tail's
+      newest checkpoint is never older than the one gold ingested.
+    - Same method otherwise (a searched snapshot): the snapshot's time against gold's last
+      observation, both offsetlake's clock; an older snapshot (a stale latest_group_offsets) never
+      replaces a fresher row.
+    - Two methods on offsetlake's clock: the precedence rule (mirror/precedence.py: freshest
+      upstream offset, then the method order).
+    - A checkpoint (MM2's clock) against a snapshot's method (ours): no clock orders them, so a skewed
+      worker clock must not decide. The same upstream offset: the method order; else the lower
+      downstream offset (the consumer may re-read, never skip).
+    """
     if current.method == candidate.method:
-        return True
-    contenders = [_candidate(current), _candidate(candidate)]
-    winner, _ = choose(contenders, precedence)
-    return winner is contenders[1]
+        return candidate.method == "checkpoint" or input_time(candidate) >= input_time(current)
+    if clock(current.method) == clock(candidate.method):
+        contenders = [_candidate(current), _candidate(candidate)]
+        winner, _ = choose(contenders, precedence)
+        return winner is contenders[1]
+    if candidate.upstream_offset == current.upstream_offset:
+        ranks = {method: rank for rank, method in enumerate(precedence)}
+        return ranks.get(candidate.method, len(ranks)) < ranks.get(current.method, len(ranks))
+    return candidate.downstream_offset < current.downstream_offset
 
 
 def _candidate(offset: GoldOffset) -> Candidate:
