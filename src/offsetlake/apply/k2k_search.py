@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from offsetlake.apply.planner import GoldOffset
-from offsetlake.apply.tail_merge import Key, gold_key, tail_replaces
+from offsetlake.apply.tail_merge import OUR_CLOCK, Key, clock, gold_key, input_time, tail_replaces
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.kafka.group_offsets import GroupOffset
@@ -108,16 +108,21 @@ def merge_searched(
             continue
         key = gold_key(candidate)
         current = by_key.get(key)
-        if current is not None and current.method == METHOD and _same(current, candidate):
-            cut["searched"] += cut_short
-            continue  # the pipeline's search of this snapshot said the same
-        if current is None or tail_replaces(candidate, current, precedence):
+        if current is None:
             by_key[key] = candidate
             replaced += 1
             cut["searched"] += cut_short
-        else:
-            older += current.method == METHOD
-            cut["gold"] += cut_short
+            continue
+        same = current.method == METHOD and _same(current, candidate)  # the pipeline's search said it
+        wins = not same and tail_replaces(candidate, current, precedence)
+        kept = candidate if wins else current
+        if current.upstream_offset == candidate.upstream_offset and clock(current.method) == OUR_CLOCK:
+            # The same position, observed by both: as late as either saw it (one clock).
+            kept = replace(kept, observed_at=max(input_time(candidate), input_time(current)))
+        by_key[key] = kept
+        replaced += wins
+        older += not same and not wins and current.method == METHOD
+        cut["searched" if same or wins else "gold"] += cut_short
     return SearchedNow(
         tuple(by_key.values()), len(lookups), replaced, tuple(unanswered), older, CutShort(**cut)
     )

@@ -160,7 +160,8 @@ def tail_replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequen
       newest checkpoint is never older than the one gold ingested.
     - Same method otherwise (a searched snapshot): the snapshot's time against gold's last
       observation, both offsetlake's clock; an older snapshot (a stale latest_group_offsets) never
-      replaces a fresher row.
+      replaces a fresher row, unless it is of the same upstream offset (the same input, searched on
+      a target that holds at least what it held: the answer is as exact or more).
     - Two methods on offsetlake's clock: the precedence rule (mirror/precedence.py: freshest
       upstream offset, then the method order).
     - A checkpoint (MM2's clock) against a snapshot's method (ours): no clock orders them, so a skewed
@@ -168,7 +169,11 @@ def tail_replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequen
       downstream offset (the consumer may re-read, never skip).
     """
     if current.method == candidate.method:
-        return candidate.method == "checkpoint" or input_time(candidate) >= input_time(current)
+        return (
+            candidate.method == "checkpoint"
+            or input_time(candidate) >= input_time(current)
+            or candidate.upstream_offset == current.upstream_offset
+        )
     if clock(current.method) == clock(candidate.method):
         contenders = [_candidate(current), _candidate(candidate)]
         winner, _ = choose(contenders, precedence)
