@@ -396,7 +396,8 @@ def _merged_tail(
         tail = read_checkpoint_tail(run.config, policy, timeout_s=run.request.timeout_s)
     except CheckpointTailError as error:
         raise CheckpointTailError(f"target cluster {run.target}: {error}") from error
-    merged = merge_tail(offsets, tail.records, run.request.method_precedence)
+    ingested = run.store.checkpoint_positions()  # records past it postdate gold's snapshots
+    merged = merge_tail(offsets, tail.records, run.request.method_precedence, ingested=ingested)
     return replace(result, tail_merge=replace(merged, topics=tail.topics, unreadable=tail.unreadable))
 
 

@@ -58,9 +58,16 @@ class TailMerge:
 
 
 def merge_tail(
-    gold: Sequence[GoldOffset], tail: Sequence[TailRecord], precedence: Sequence[str]
+    gold: Sequence[GoldOffset],
+    tail: Sequence[TailRecord],
+    precedence: Sequence[str],
+    *,
+    ingested: Mapping[tuple[str, int], int] | None = None,
 ) -> TailMerge:
-    """Gold's rows with every key the tail translates more freshly replaced (``from_tail=True``)."""
+    """Gold's rows with every key the tail translates more freshly replaced (``from_tail=True``).
+    ``ingested``: per checkpoint topic-partition, the next offset after the last one the pipeline
+    read (bronze_checkpoints); a record at or past it was appended after the pipeline's last read,
+    so after the snapshots gold's rows translate (Kafka's order, not a clock). None: unknown."""
     by_key: dict[Key, GoldOffset] = {gold_key(offset): offset for offset in gold}
     rejected = tuple(record for record in tail if record.checkpoint is None)
     replaced = 0
@@ -69,7 +76,9 @@ def merge_tail(
         candidate = _translation(key, records, current)
         if current is not None and _unchanged(candidate, current):
             continue
-        if current is None or tail_replaces(candidate, current, precedence):
+        last = records[-1]
+        after_gold = ingested is not None and last.offset >= ingested.get((last.topic, last.partition), 0)
+        if current is None or tail_replaces(candidate, current, precedence, after_gold=after_gold):
             by_key[key] = candidate
             replaced += 1
     checkpoints = sum(1 for offset in gold if offset.method == "checkpoint")
@@ -151,7 +160,9 @@ def input_time(offset: GoldOffset) -> datetime:
     return offset.observed_at or offset.source_timestamp
 
 
-def tail_replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
+def tail_replaces(
+    candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str], *, after_gold: bool = False
+) -> bool:
     """Whether ``candidate`` (a method's newest observation, read by the apply itself) takes
     ``current``'s place: only when its input is at least as new, compared on one clock.
 
@@ -165,8 +176,11 @@ def tail_replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequen
     - Two methods on offsetlake's clock: the precedence rule (mirror/precedence.py: freshest
       upstream offset, then the method order).
     - A checkpoint (MM2's clock) against a snapshot's method (ours): no clock orders them, so a skewed
-      worker clock must not decide. The same upstream offset: the method order; else the lower
-      downstream offset (the consumer may re-read, never skip).
+      worker clock must not decide. ``after_gold`` (the checkpoint was appended after the pipeline's
+      last read of its topic, so after gold's snapshots, up to that update's own span): it is the
+      freshest, and the precedence rule decides as on one clock. Otherwise the same upstream offset
+      goes by the method order, and else the lower downstream offset wins (the consumer may re-read,
+      never skip).
     """
     if current.method == candidate.method:
         return (
@@ -181,7 +195,7 @@ def tail_replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequen
     if candidate.upstream_offset == current.upstream_offset:
         ranks = {method: rank for rank, method in enumerate(precedence)}
         return ranks.get(candidate.method, len(ranks)) < ranks.get(current.method, len(ranks))
-    return candidate.downstream_offset < current.downstream_offset
+    return after_gold or candidate.downstream_offset < current.downstream_offset
 
 
 def _candidate(offset: GoldOffset) -> Candidate:
