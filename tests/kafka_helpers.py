@@ -286,8 +286,9 @@ Traced = tuple[str, int, int] | None
 """(source topic, source partition, source offset) in a record's K2K headers; None: no headers."""
 
 
-def produce_traced(bootstrap: str, topic: str, records: list[Traced]) -> list[int]:
-    """One record per batch (Tansu's log end needs it); returns each record's target offset."""
+def produce_traced(bootstrap: str, topic: str, records: list[Traced], *, partition: int = 0) -> list[int]:
+    """One record per batch (Tansu's log end needs it) into ``partition``; returns each record's
+    target offset."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     offsets: list[int] = []
     for origin in records:
@@ -304,7 +305,7 @@ def produce_traced(bootstrap: str, topic: str, records: list[Traced]) -> list[in
         producer.produce(
             topic,
             value=b"r",
-            partition=0,
+            partition=partition,
             headers=headers,
             on_delivery=lambda error, message: offsets.append(message.offset()),
         )

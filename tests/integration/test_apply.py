@@ -1233,8 +1233,9 @@ def test_the_k2k_guard_from_the_target_read_to_the_audit(
 def test_the_failover_searches_the_newest_snapshot_on_k2ks_tracing_headers_itself(
     harness: ApplyHarness, target_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:
-    """Gold holds only an older checkpoint; the newest snapshot (U=5) is searched on the target by
-    the apply itself, no JVM and no source, and its exact answer wins by freshness."""
+    """Gold holds only an older offset-sync translation; the newest snapshot (U=5) is searched on the
+    target by the apply itself, no JVM and no source, and its exact answer wins by freshness (both
+    snapshots' times are offsetlake's clock; against a checkpoint, MM2's, the lower would win)."""
     prefix = unique_name("k2k") + "."
     source_topic = unique_name("orders")
     target = f"{prefix}{source_topic}"
@@ -1245,7 +1246,7 @@ def test_the_failover_searches_the_newest_snapshot_on_k2ks_tracing_headers_itsel
     older = minutes_ago(10)
     harness._overwrite(
         LATEST_OFFSETS.name,
-        [("us-east", group, target, 0, 1, 2, "checkpoint", "m", older, older, None, False, older)],
+        [("us-east", group, target, 0, 1, 2, "offset_sync", "m", older, older, None, False, older)],
         LATEST_OFFSETS.schema_ddl,
     )
     snapshot = minutes_ago(1)

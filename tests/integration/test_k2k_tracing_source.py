@@ -27,18 +27,19 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.kafka]
 
 # Two records that were on the target before replication, then orders[0] with gaps (3, 4, 7, 8 never
-# replicated: filtered, transaction markers), orders[1] interleaved, one headerless record.
+# replicated: filtered, transaction markers), another source topic's partition 0 interleaved (a
+# static route), one headerless record.
 LAYOUT: list[Traced] = [
     None,
     None,
     ("orders", 0, 0),
     ("orders", 0, 1),
-    ("orders", 1, 0),
+    ("audit", 0, 0),
     ("orders", 0, 2),
     None,
     ("orders", 0, 5),
     ("orders", 0, 6),
-    ("orders", 1, 1),
+    ("audit", 0, 1),
     ("orders", 0, 9),
 ]
 
@@ -72,7 +73,9 @@ def traced_pair(
         "timeoutMs": "10000",
     }
     at = {
-        origin[2]: offset for origin, offset in zip(LAYOUT, offsets, strict=True) if origin and origin[1] == 0
+        origin[2]: offset
+        for origin, offset in zip(LAYOUT, offsets, strict=True)
+        if origin and origin[:2] == ("orders", 0)
     }
     return options, at
 

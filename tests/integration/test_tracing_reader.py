@@ -111,12 +111,12 @@ def test_an_unreachable_target_is_one_reason_for_every_request_in_bounded_time(
 
 def _layout() -> list[Traced]:
     """Two records that were on the target before, then orders[0] with a gap every 7th source offset
-    and orders[1] every 4th record: 150 records."""
+    and payments[0] every 4th record (a static route writes both topics into one): 150 records."""
     layout: list[Traced] = [None, None]
     source = 0
     for index in range(148):
         if index % 4 == 3:
-            layout.append(("orders", 1, index // 4))
+            layout.append(("payments", 0, index // 4))
         else:
             source += 2 if source % 7 == 6 else 1
             layout.append(("orders", 0, source))
@@ -156,7 +156,7 @@ def test_the_positions_of_one_partition_share_their_reads_and_answer_as_each_alo
 def test_partitions_are_searched_by_a_pool_each_with_its_own_answers(
     target_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:
-    """Two source partitions interleaved in one target partition and a missing target partition,
+    """Two source topics interleaved in one target partition and a missing target partition,
     searched two at a time: each (target partition, source partition) answered on its own records."""
     topic = unique_name("east.orders")
     create_topic(target_bootstrap, topic)
@@ -165,7 +165,7 @@ def test_partitions_are_searched_by_a_pool_each_with_its_own_answers(
     at = {origin: offset for origin, offset in zip(layout, offsets, strict=True) if origin is not None}
     requests = [
         *(TracingRequest(topic, 0, "orders", 0, upstream) for upstream in (8, 50, 100)),
-        *(TracingRequest(topic, 0, "orders", 1, upstream) for upstream in (3, 20, 40)),
+        *(TracingRequest(topic, 0, "payments", 0, upstream) for upstream in (3, 20, 40)),
         TracingRequest(topic, 2, "orders", 2, 5),
     ]
     results = translate_from_tracing_headers(
@@ -177,9 +177,39 @@ def test_partitions_are_searched_by_a_pool_each_with_its_own_answers(
         at[("orders", 0, 8)],
         at[("orders", 0, 50)],
         at[("orders", 0, 100)],
-        at[("orders", 1, 3)],
-        at[("orders", 1, 20)],
-        at[("orders", 1, 36)] + 1,  # past the last replicated record of orders[1]: its next
+        at[("payments", 0, 3)],
+        at[("payments", 0, 20)],
+        at[("payments", 0, 36)] + 1,  # past the last replicated record of payments[0]: its next
     ]
     assert "has no partition 2" in (results[6].translation.reason or "")
     assert [result.cost.positions for result in results] == [3, 3, 3, 3, 3, 3, 1]
+
+
+@pytest.mark.parametrize("records_per_probe", [1, 10**6])
+def test_records_of_another_partition_of_the_sought_topic_refuse_the_partitions_translations(
+    target_bootstrap: str, unique_name: Callable[[str], str], records_per_probe: int
+) -> None:
+    """Issue 46: K2K did not keep the partition (producer-defined partitioning): orders[1]'s records
+    in the target partition searched for orders[0]. Each of its positions is refused with the reason,
+    by probes and by a sequential read alike; a search of a partition holding orders[0] alone answers."""
+    topic = unique_name("east.orders")
+    create_topic(target_bootstrap, topic, partitions=2)
+    mixed = [("orders", 0, n) if n % 3 else ("orders", 1, n) for n in range(30)]
+    produce_traced(target_bootstrap, topic, mixed)
+    alone = produce_traced(target_bootstrap, topic, [("orders", 1, n) for n in range(10)], partition=1)
+    requests = [TracingRequest(topic, 0, "orders", 0, upstream) for upstream in (4, 11, 16, 22, 28)]
+    requests.append(TracingRequest(topic, 1, "orders", 1, 5))
+    results = translate_from_tracing_headers(
+        {"bootstrap.servers": target_bootstrap},
+        requests,
+        NAMES,
+        SearchLimits(records_per_probe=records_per_probe),
+    )
+    refused, kept = results[:-1], results[-1]
+    assert all(result.translation.downstream_offset is None for result in refused)
+    assert all(
+        "holds orders[1]@" in (result.translation.reason or "")
+        and "K2K does not keep the source partition here" in (result.translation.reason or "")
+        for result in refused
+    ), [result.translation.reason for result in refused]
+    assert (kept.translation.downstream_offset, kept.translation.exact) == (alone[5], True)

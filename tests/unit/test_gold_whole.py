@@ -18,14 +18,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from offsetlake.apply import run as apply_run
 from offsetlake.apply.gold import GoldTableError
-from offsetlake.apply.planner import Selection
+from offsetlake.apply.planner import GoldOffset, Selection
 from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.cli import pipeline as cli_pipeline
 from offsetlake.cli import stores
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
+from offsetlake.codecs.mm2 import Checkpoint
 from offsetlake.errors import ExternalError, InvalidValueError, StopSignalError
+from offsetlake.kafka.checkpoint_tail import CheckpointTail, TailRecord
 from offsetlake.local.gold_guard import GoldGuard
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, RunLockHold, pipeline_run_lock
@@ -239,12 +242,13 @@ class Gold:
 
     def __init__(self) -> None:
         self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        answers: dict[str, Any] = {
+        self.answers: dict[str, Any] = {
             "latest_offsets": [], "count_translations": 0, "cluster_health": [], "close": None,
             "checkpoint_positions": {("east.checkpoints.internal", 0): 7, ("west.checkpoints", 1): 3},
         }  # fmt: skip
+
+    def __getattr__(self, name: str) -> Any:
+        answers = self.answers
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.calls.append(name)
@@ -270,6 +274,42 @@ def test_gold_emptied_while_bronze_holds_checkpoints_is_refused_unless_the_tail_
     assert without_tail.status is ApplyStatus.FAILED
     with pytest.raises(InvalidValueError, match="--tail-only plans from the target's checkpoint records"):
         run_apply(replace(request, checkpoint_tail=None, tail_only=True), store=Gold())  # type: ignore[arg-type]
+
+
+class _PlannedError(Exception):
+    """Raised where the run would read the target: carries the rows it plans from."""
+
+    def __init__(self, offsets: list[GoldOffset]) -> None:
+        super().__init__()
+        self.offsets = offsets
+
+
+def test_tail_only_on_a_healthy_gold_keeps_golds_fresher_translation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 46: the source group was reset from 140 to 20 and gold translated the new snapshot (15);
+    the tail's newest checkpoint is still of 140. --tail-only once dropped gold and planned 140."""
+    fresh = GoldOffset("east", "app", "east.orders", 0, 15, T0, "offset_sync", T0, upstream_offset=20)
+    stale = TailRecord(
+        "east", "east.checkpoints.internal", 0, 4, T0 + timedelta(hours=1),
+        Checkpoint("app", "east.orders", 0, 140, 140, ""),
+    )  # fmt: skip
+    tail = CheckpointTail((stale,), ("east.checkpoints.internal",), 0.1)
+    monkeypatch.setattr(apply_run, "read_checkpoint_tail", lambda *args, **kwargs: tail)
+
+    def planned(run: Any, admin: Any, offsets: list[GoldOffset]) -> None:
+        raise _PlannedError(list(offsets))
+
+    monkeypatch.setattr(apply_run, "_read_target", planned)
+    store = Gold()
+    store.answers |= {"latest_offsets": [fresh], "count_translations": 1, "failover_data_loss": []}
+    request = ApplyRequest(
+        dry_run=True,
+        target_bootstrap_servers="localhost:1",
+        checkpoint_tail=ReplicationPolicy(),
+        tail_only=True,
+    )
+    with pytest.raises(_PlannedError) as plan:
+        run_apply(request, store=store)  # type: ignore[arg-type]
+    assert [(o.downstream_offset, o.method) for o in plan.value.offsets] == [(15, "offset_sync")]
 
 
 def test_a_run_holds_the_home_from_its_first_read_and_lets_go_when_it_ends(

@@ -8,6 +8,7 @@ of that list, optionally giving up after a few records (a long untraced stretch)
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -16,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsetlake.errors import InvalidValueError
-from offsetlake.k2k.routing import TracingRoute
+from offsetlake.k2k.routing import TracingRoute, shared_target
 from offsetlake.k2k.tracing import (
+    MixedPartitionsError,
     Probe,
     ProbeResult,
     Scan,
@@ -28,6 +30,7 @@ from offsetlake.k2k.tracing import (
     scan_pays,
     search_translation,
     search_translations,
+    sought_record,
     traced_origin,
 )
 
@@ -205,6 +208,43 @@ def test_a_route_template_covers_k2ks_routing_strategies() -> None:
     assert TracingRoute("e", "eu.{topic}.copy").target_topic("orders") == "eu.orders.copy"
     assert TracingRoute("e", "all-orders").target_topic("orders") == "all-orders"
     assert TracingRoute("e", "eu.{topic}.copy").parts == ["eu.", ".copy"]
+
+
+_TOPIC_TEXT = st.text("ab.", min_size=1, max_size=3)
+_TEMPLATES = st.one_of(
+    _TOPIC_TEXT, st.tuples(st.text("ab.", max_size=2), st.text("ab.", max_size=2)).map("{topic}".join)
+)
+
+
+@given(_TEMPLATES, _TEMPLATES)
+def test_two_routes_meet_exactly_when_shared_target_names_a_topic_both_write(first: str, second: str) -> None:
+    """Over every topic name of up to four characters: two routes write one target topic only when
+    shared_target says so, and the topic it names is one both write."""
+    east, west = TracingRoute("east", first), TracingRoute("west", second)
+    topics = ["".join(chars) for size in range(1, 5) for chars in itertools.product("ab.", repeat=size)]
+    meet = {east.target_topic(topic) for topic in topics} & {west.target_topic(topic) for topic in topics}
+    shared = shared_target(east, west)
+    if shared is None:
+        assert not meet
+    else:
+        assert all(_writes(route, shared) for route in (east, west))
+
+
+def _writes(route: TracingRoute, target: str) -> bool:
+    """Whether some non-empty source topic name routes to ``target``."""
+    if len(route.parts) == 1:
+        return target == route.template
+    prefix, suffix = route.parts
+    return target.startswith(prefix) and target.endswith(suffix) and len(target) > len(prefix) + len(suffix)
+
+
+def test_a_record_of_the_sought_topic_from_another_partition_refuses_the_search() -> None:
+    """K2K kept no partition here: orders[1]'s records in the partition searched for orders[0]."""
+    assert sought_record(("orders", 0, 41), "orders", 0, 7) == TracedRecord(7, 41)
+    assert sought_record(("payments", 1, 41), "orders", 0, 7) is None
+    assert sought_record(None, "orders", 0, 7) is None
+    with pytest.raises(MixedPartitionsError, match=r"target offset 7 holds orders\[1\]@41"):
+        sought_record(("orders", 1, 41), "orders", 0, 7)
 
 
 def counted(probe: Probe) -> tuple[Probe, list[int]]:

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from offsetlake.cli import apply as cli_apply
 from offsetlake.errors import InvalidValueError
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
@@ -156,11 +157,11 @@ def test_a_tracing_route_names_the_target_topic_of_each_source_topic() -> None:
         {
             TARGET_BOOTSTRAP: "t:1",
             SOURCES: "east=a:1,west=b:1",
-            K2K_TRACING_TOPICS: "east={topic},west=eu.{topic}.copy",
+            K2K_TRACING_TOPICS: "east=us.{topic},west=eu.{topic}.copy",
         }
     )
     east, west = settings.k2k_tracing_routes
-    assert (east.target_topic("orders"), west.target_topic("orders")) == ("orders", "eu.orders.copy")
+    assert (east.target_topic("orders"), west.target_topic("orders")) == ("us.orders", "eu.orders.copy")
     assert TracingRoute("east", "all-orders").target_topic("orders") == "all-orders"
 
 
@@ -191,3 +192,41 @@ def test_the_transformations_read_their_settings_in_one_round_trip() -> None:
     hiding = _Conf({"spark.other": "x"}, conf)
     assert pipeline_settings(SimpleNamespace(conf=hiding)) == settings  # type: ignore[arg-type]
     assert hiding.calls == 1 + len(ALL_KEYS)
+
+
+@pytest.mark.parametrize(
+    ("routes", "example"),
+    [
+        ("east={topic},west={topic}", "orders"),  # issue 46: east's group at 10 was committed at 30
+        ("east={topic},west=eu.{topic}.copy", "eu.orders.copy"),  # east's own eu.orders.copy
+        ("east=all-orders,west=all-orders", "all-orders"),
+        ("east=us.{topic},west=us.orders", "us.orders"),
+    ],
+)
+def test_routes_of_two_sources_that_can_meet_in_one_target_topic_are_refused_in_one_line(
+    routes: str, example: str
+) -> None:
+    conf = {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1,west=b:1", K2K_TRACING_TOPICS: routes}
+    with pytest.raises(InvalidValueError) as refused:
+        PipelineSettings.from_mapping(conf)
+    message = str(refused.value)
+    assert message.startswith(f"{K2K_TRACING_TOPICS} routes east=") and f"(e.g. {example})" in message
+    assert "name no cluster" in message and "\n" not in message
+
+
+def test_routes_that_cannot_meet_are_accepted() -> None:
+    for routes in ("east=us.{topic},west=eu.{topic}", "east={topic}.us,west={topic}.eu", "east=a,west=b"):
+        conf = {TARGET_BOOTSTRAP: "t:1", SOURCES: "east=a:1,west=b:1", K2K_TRACING_TOPICS: routes}
+        assert len(PipelineSettings.from_mapping(conf).k2k_tracing_routes) == 2
+
+
+def test_the_failovers_own_reading_of_the_routes_refuses_fan_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`apply`/`failover` read the routes themselves (cli/apply.pipeline_k2k_tracing): the same refusal."""
+    monkeypatch.setattr(cli_apply, "_local_pipeline_conf", dict)
+    monkeypatch.setattr(cli_apply, "on_databricks", lambda: False)
+    fan_in = SimpleNamespace(set=[f"{K2K_TRACING_TOPICS}=east={{topic}},west={{topic}}"])
+    with pytest.raises(InvalidValueError, match="can write both sources' records into one target topic"):
+        cli_apply.pipeline_k2k_tracing(fan_in)  # type: ignore[arg-type]
+    apart = SimpleNamespace(set=[f"{K2K_TRACING_TOPICS}=east=east.{{topic}},west=west.{{topic}}"])
+    tracing = cli_apply.pipeline_k2k_tracing(apart)  # type: ignore[arg-type]
+    assert tracing is not None and [route.alias for route in tracing.routes] == ["east", "west"]

@@ -15,6 +15,7 @@ from offsetlake.pipeline.tables import (
     ALL_TABLES,
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
+    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
     QUARANTINE,
@@ -76,11 +77,17 @@ def test_mapping_tables_are_selected_only_when_the_graph_declares_them() -> None
     }
 
 
-def test_tracing_lookups_are_selected_only_when_a_k2k_route_is_configured() -> None:
+def test_tracing_lookups_and_the_snapshots_the_search_reads_are_selected_only_with_a_k2k_route() -> None:
+    """Issue 46: the failover's K2K search reads latest_group_offsets; outside the selection it held
+    the snapshot of the update before (73) while the lookups translated the newer one (43)."""
     with_tracing = failover_refresh_selection(
         settings(**{"offsetlake.k2k.tracing.topics": "primary={topic}"})
     )
-    assert set(with_tracing) - set(failover_refresh_selection(settings())) == {"k2k_tracing_lookups"}
+    assert set(with_tracing) - set(failover_refresh_selection(settings())) == {
+        "k2k_tracing_lookups",
+        LATEST_GROUP_OFFSETS.name,
+    }
+    assert {"bronze_group_offsets", "silver_group_offsets"} <= set(with_tracing)
 
 
 def test_on_a_home_with_every_declared_table_the_failover_refreshes_the_selection() -> None:

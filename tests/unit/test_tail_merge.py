@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offsetlake.apply.planner import GoldOffset
-from offsetlake.apply.tail_merge import merge_tail
+from offsetlake.apply.tail_merge import merge_tail, tail_replaces
 from offsetlake.codecs.mm2 import Checkpoint
 from offsetlake.kafka.checkpoint_tail import TailRecord
 from offsetlake.mirror.precedence import METHODS, Candidate, choose
@@ -79,10 +79,63 @@ def test_an_offset_sync_translating_the_same_upstream_offset_keeps_its_precedenc
     assert result.replaced == 0
 
 
-def test_a_fresher_upstream_offset_beats_a_higher_precedence_method() -> None:
+def test_a_fresher_upstream_offset_beats_a_higher_precedence_method_on_one_clock() -> None:
     synced = gold("a", 10, 10, method="offset_sync")
-    moved = only(merge_tail([synced], [record(5, "a", 12, 11)], METHODS).offsets, "a")
-    assert (moved.method, moved.downstream_offset) == ("checkpoint", 11)
+    mapped = gold("a", 12, 11, method="mapping", observed_at=T0)
+    assert tail_replaces(mapped, synced, METHODS) and not tail_replaces(synced, mapped, METHODS)
+
+
+def test_a_checkpoint_and_a_snapshots_translation_are_not_ordered_by_their_stamps() -> None:
+    """Issue 46: the source group was reset from 140 to 20; gold translated the new snapshot (15,
+    offsetlake's clock) while the tail's newest checkpoint is still of 140, stamped by an MM2 worker
+    clock an hour ahead. No clock orders the two: the lower wins (a re-read, never a skip)."""
+    synced = gold("a", 20, 15, method="offset_sync", observed_at=T0)
+    ahead = record(5, "a", 140, 140, second=3600)
+    read = {(TOPIC, 0): 6}  # the pipeline read the checkpoint: it is no proof of anything newer
+    assert only(merge_tail([synced], [ahead], METHODS, ingested=read).offsets, "a") == synced
+    assert only(merge_tail([synced], [ahead], METHODS).offsets, "a") == synced, "unknown: the same"
+    # And a checkpoint of the reset against a stale snapshot stamped later on our clock: the same.
+    stale = gold("a", 140, 140, method="offset_sync", observed_at=T0 + timedelta(hours=2))
+    assert only(merge_tail([stale], [record(5, "a", 20, 15)], METHODS).offsets, "a").downstream_offset == 15
+
+
+def test_a_checkpoint_appended_after_the_pipelines_last_read_is_newer_than_golds_snapshots() -> None:
+    """The source died after a refresh and MM2 checkpointed the group further on (offset 5, past what
+    bronze ingested), its worker clock an hour behind: Kafka's order says it is the newer input."""
+    synced = gold("a", 10, 10, method="offset_sync", observed_at=T0)
+    further = record(5, "a", 14, 14, second=-3600)
+    moved = only(merge_tail([synced], [further], METHODS, ingested={(TOPIC, 0): 5}).offsets, "a")
+    assert (moved.method, moved.downstream_offset) == ("checkpoint", 14)
+    assert only(merge_tail([synced], [further], METHODS, ingested={(TOPIC, 0): 6}).offsets, "a") == synced
+
+
+offsets = st.integers(0, 200)
+
+
+@given(
+    st.tuples(offsets, offsets),
+    st.tuples(offsets, offsets),
+    st.integers(-7200, 7200),
+    st.sampled_from(("offset_sync", "mapping", "k2k_tracing_headers")),
+    st.booleans(),
+)
+def test_across_clocks_the_stamps_never_decide(
+    gold_at: tuple[int, int], tail_at: tuple[int, int], skew: int, method: str, after_gold: bool
+) -> None:
+    """A checkpoint (MM2's clock) against a snapshot method's row (ours), any skew: the same upstream
+    offset goes by the method order; else a checkpoint the pipeline has read gives the lower
+    downstream offset, and one appended after its last read wins (Kafka's order)."""
+    (gold_up, gold_down), (tail_up, tail_down) = gold_at, tail_at
+    row = gold("a", gold_up, gold_down, method=method, observed_at=T0)
+    tail = [record(3, "a", tail_up, tail_down, second=skew)]
+    ingested = {(TOPIC, 0): 3 if after_gold else 4}
+    merged = only(merge_tail([row], tail, METHODS, ingested=ingested).offsets, "a")
+    if gold_up == tail_up:
+        assert merged == row  # every snapshot method comes before checkpoints in the default order
+    elif after_gold:
+        assert (merged.upstream_offset, merged.downstream_offset) == (tail_up, tail_down)
+    else:
+        assert merged.downstream_offset == min(gold_down, tail_down)
 
 
 def test_a_record_that_does_not_decode_is_counted_with_its_reason_and_never_applied() -> None:

@@ -5,21 +5,23 @@ gold already holds a translation of every group's newest committed position U. A
 the target anyway, and what K2K replicated since that update can only make the answer exact where
 it was "past the last replicated record": so the apply searches the newest snapshot of each
 selected group-partition again, with no JVM and no source cluster (U comes from
-``latest_group_offsets``). The answer competes with gold's row by the pipeline's rules: it is the
-k2k_tracing_headers method's newest observation (observed at the snapshot's time, as the pipeline
-records it), replaces gold's row of that method, and competes with another method's row by the
-precedence rule (mirror/precedence.py). A search that cannot translate leaves gold as it is and
-is reported with its reason.
+``latest_group_offsets``, which the failover's refresh updates with the lookups). The answer is the
+k2k_tracing_headers method's observation at the snapshot's time, as the pipeline records it; it
+replaces gold's row only when that snapshot is at least as new as gold's row's last observation
+(one clock: offsetlake's), and competes with another method's row by tail_merge.tail_replaces. A
+search that cannot translate leaves gold as it is and is reported with its reason; a search a
+bound cut short is counted with what stood in (its safe answer, gold's row, or none).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from offsetlake.apply.planner import GoldOffset
-from offsetlake.apply.tail_merge import Key, gold_key, tail_replaces
+from offsetlake.apply.tail_merge import OUR_CLOCK, Key, clock, gold_key, input_time, tail_replaces
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.kafka.group_offsets import GroupOffset
@@ -37,6 +39,24 @@ class K2KTracing:
 
 
 @dataclass(frozen=True)
+class CutShort:
+    """Searches a bound stopped before they completed (SearchLimits: the partition's time, the call's
+    budget, the probes), by what the plan used instead."""
+
+    searched: int = 0
+    """Their answer, from the records read before the bound, is used (safe: a real record <= U, it
+    may re-read more)."""
+    gold: int = 0
+    """Gold's row of the group-partition is used (no answer, or gold's row is fresher)."""
+    none: int = 0
+    """No answer and no gold row: the group-partition has no translation."""
+
+    @property
+    def total(self) -> int:
+        return self.searched + self.gold + self.none
+
+
+@dataclass(frozen=True)
 class SearchedNow:
     offsets: tuple[GoldOffset, ...]
     """Gold's rows, each replaced where the search now translates more freshly."""
@@ -46,6 +66,10 @@ class SearchedNow:
     """Group-partitions whose translation now comes from the search."""
     unanswered: tuple[str, ...]
     """Why a search gave no translation (each names its partitions); gold's row stands for it."""
+    older: int = 0
+    """Searches of a snapshot older than gold's row of the same method (gold's row kept)."""
+    cut_short: CutShort = field(default_factory=CutShort)
+    """Searches a bound stopped early, by what was used instead."""
 
 
 def search_newest_snapshots(
@@ -67,23 +91,50 @@ def search_newest_snapshots(
 def merge_searched(
     gold: Sequence[GoldOffset], lookups: Sequence[tuple[str, TracingLookup]], precedence: Sequence[str]
 ) -> SearchedNow:
-    """Pure: gold's rows with every key the search translates more freshly replaced (``from_tail``)."""
+    """Pure: gold's rows with every key the search translates more freshly replaced (``from_tail``):
+    by tail_merge.tail_replaces, so a search of a snapshot older than gold's row of this method
+    (``snapshot_time`` against ``last_observed_at``, both offsetlake's clock) never replaces it."""
     by_key: dict[Key, GoldOffset] = {gold_key(offset): offset for offset in gold}
-    replaced = 0
+    replaced = older = 0
+    cut = Counter[str]()
     unanswered: list[str] = []
     for alias, lookup in lookups:
         candidate = _translation(alias, lookup)
+        cut_short = lookup.result.translation.cut_short
         if candidate is None:
             unanswered.append(f"{lookup.request.where}: {lookup.result.translation.reason}")
+            if cut_short:
+                cut["gold" if _lookup_key(alias, lookup) in by_key else "none"] += 1
             continue
         key = gold_key(candidate)
         current = by_key.get(key)
-        if current is not None and current.method == METHOD and _same(current, candidate):
-            continue  # the pipeline's search of this snapshot said the same
-        if current is None or tail_replaces(candidate, current, precedence):
+        if current is None:
             by_key[key] = candidate
             replaced += 1
-    return SearchedNow(tuple(by_key.values()), len(lookups), replaced, tuple(unanswered))
+            cut["searched"] += cut_short
+            continue
+        same = current.method == METHOD and _same(current, candidate)  # the pipeline's search said it
+        wins = not same and tail_replaces(candidate, current, precedence)
+        kept = candidate if wins else current
+        if current.upstream_offset == candidate.upstream_offset and clock(current.method) == OUR_CLOCK:
+            # The same position, observed by both: as late as either saw it (one clock).
+            kept = replace(kept, observed_at=max(input_time(candidate), input_time(current)))
+        by_key[key] = kept
+        replaced += wins
+        older += not same and not wins and current.method == METHOD
+        cut["searched" if same or wins else "gold"] += cut_short
+    return SearchedNow(
+        tuple(by_key.values()), len(lookups), replaced, tuple(unanswered), older, CutShort(**cut)
+    )
+
+
+def _lookup_key(alias: str, lookup: TracingLookup) -> Key:
+    return (
+        alias,
+        lookup.snapshot.consumer_group,
+        lookup.request.target_topic,
+        lookup.request.target_partition,
+    )
 
 
 def _translation(alias: str, lookup: TracingLookup) -> GoldOffset | None:

@@ -168,9 +168,10 @@ class ApplyRequest:
     routed sources of this K2KTracing) and plan from gold plus the answers (apply/k2k_search.py);
     not with ``as_of``."""
     tail_only: bool = False
-    """With ``checkpoint_tail``: plan from the target's checkpoint records alone, without gold's
-    translations. Without it, gold's latest_offsets empty while bronze_checkpoints holds checkpoint
-    records (an update that truncated gold) is refused: the tail alone lacks what gold held."""
+    """With ``checkpoint_tail``: plan from the target's checkpoint records when gold's latest_offsets
+    is empty while bronze_checkpoints holds checkpoint records (an update that truncated gold), which
+    is otherwise refused: the tail alone lacks what gold held. Gold's rows, if any, still compete
+    (tail_merge.tail_replaces): a fresher gold row is never dropped for an older checkpoint."""
     routing: TopicRouting | None = None
     """How the pipeline names a source topic on the target: with it, every partition gold's newest
     group snapshots say a source group committed is planned, translated or not (apply/placement.py);
@@ -409,7 +410,7 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
             )
     else:
         with run.clock.phase("gold"):
-            offsets = [] if request.tail_only else store.latest_offsets(request.selection)
+            offsets = store.latest_offsets(request.selection)  # --tail-only too: the fresher row wins
         if request.checkpoint_tail is not None:
             with run.clock.phase("gold"):
                 _refuse_truncated_gold(run, offsets)
@@ -476,8 +477,9 @@ def _merged_tail(
         tail = read_checkpoint_tail(run.config, policy, timeout_s=run.request.timeout_s)
     except CheckpointTailError as error:
         raise CheckpointTailError(f"target cluster {run.target}: {error}") from error
+    ingested = run.store.checkpoint_positions()  # records past it postdate gold's snapshots
     merged = replace(
-        merge_tail(offsets, tail.records, run.request.method_precedence),
+        merge_tail(offsets, tail.records, run.request.method_precedence, ingested=ingested),
         topics=tail.topics,
         unreadable=tail.unreadable,
     )

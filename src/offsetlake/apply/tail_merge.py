@@ -14,8 +14,8 @@ pipeline does:
   key, or compaction removed what came before) and gold's checkpoint row says the same, gold's
   ``source_timestamp`` is kept: gold saw the run begin;
 - a key whose newest checkpoint is exactly gold's row adds nothing; otherwise the newest checkpoint
-  replaces gold's checkpoint row, and competes with another method's row by the precedence rule
-  (mirror/precedence.py: freshest upstream offset first, then the method order);
+  replaces gold's checkpoint row, and competes with another method's row by :func:`tail_replaces`
+  (one clock: MM2's stamps never race offsetlake's snapshot times);
 - a record that does not decode is never applied; it is counted with its reason (the pipeline
   quarantines it at its next update).
 
@@ -26,8 +26,10 @@ that method where this chooses the checkpoint (same upstream offset, perhaps ano
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
 
 from offsetlake.apply.planner import GoldOffset
 from offsetlake.kafka.checkpoint_tail import TailRecord, UnreadablePartition
@@ -56,9 +58,16 @@ class TailMerge:
 
 
 def merge_tail(
-    gold: Sequence[GoldOffset], tail: Sequence[TailRecord], precedence: Sequence[str]
+    gold: Sequence[GoldOffset],
+    tail: Sequence[TailRecord],
+    precedence: Sequence[str],
+    *,
+    ingested: Mapping[tuple[str, int], int] | None = None,
 ) -> TailMerge:
-    """Gold's rows with every key the tail translates more freshly replaced (``from_tail=True``)."""
+    """Gold's rows with every key the tail translates more freshly replaced (``from_tail=True``).
+    ``ingested``: per checkpoint topic-partition, the next offset after the last one the pipeline
+    read (bronze_checkpoints); a record at or past it was appended after the pipeline's last read,
+    so after the snapshots gold's rows translate (Kafka's order, not a clock). None: unknown."""
     by_key: dict[Key, GoldOffset] = {gold_key(offset): offset for offset in gold}
     rejected = tuple(record for record in tail if record.checkpoint is None)
     replaced = 0
@@ -67,7 +76,9 @@ def merge_tail(
         candidate = _translation(key, records, current)
         if current is not None and _unchanged(candidate, current):
             continue
-        if current is None or tail_replaces(candidate, current, precedence):
+        last = records[-1]
+        after_gold = ingested is not None and last.offset >= ingested.get((last.topic, last.partition), 0)
+        if current is None or tail_replaces(candidate, current, precedence, after_gold=after_gold):
             by_key[key] = candidate
             replaced += 1
     checkpoints = sum(1 for offset in gold if offset.method == "checkpoint")
@@ -132,16 +143,59 @@ def _unchanged(candidate: GoldOffset, current: GoldOffset) -> bool:
     )
 
 
-def tail_replaces(candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str]) -> bool:
+CLOCKS: Final[Mapping[str, str]] = {"checkpoint": "MM2's"}
+"""Whose clock stamps each method's input: a checkpoint's Kafka timestamp is MM2's worker clock;
+every other method translates a group snapshot offsetlake took (``snapshot_time``: our clock)."""
+OUR_CLOCK: Final = "offsetlake's"
+
+
+def clock(method: str) -> str:
+    """The clock that stamps ``method``'s input (CLOCKS)."""
+    return CLOCKS.get(method, OUR_CLOCK)
+
+
+def input_time(offset: GoldOffset) -> datetime:
+    """When the newest input of a row was taken: gold's last observation (latest_offsets'
+    last_observed_at), a searched snapshot's time, a checkpoint's Kafka timestamp."""
+    return offset.observed_at or offset.source_timestamp
+
+
+def tail_replaces(
+    candidate: GoldOffset, current: GoldOffset, precedence: Sequence[str], *, after_gold: bool = False
+) -> bool:
     """Whether ``candidate`` (a method's newest observation, read by the apply itself) takes
-    ``current``'s place in latest_offsets: a newer observation of the same method always does (it is
-    that method's current version); another method's row competes by the precedence rule (freshest
-    upstream offset first, then the method order)."""
+    ``current``'s place: only when its input is at least as new, compared on one clock.
+
+    - Same method, checkpoints: by Kafka's order, never MM2's stamps (they step back): the tail
+      reads every record from the log start and compaction keeps each key's newest, so the tail's
+      newest checkpoint is never older than the one gold ingested.
+    - Same method otherwise (a searched snapshot): the snapshot's time against gold's last
+      observation, both offsetlake's clock; an older snapshot (a stale latest_group_offsets) never
+      replaces a fresher row, unless it is of the same upstream offset (the same input, searched on
+      a target that holds at least what it held: the answer is as exact or more).
+    - Two methods on offsetlake's clock: the precedence rule (mirror/precedence.py: freshest
+      upstream offset, then the method order).
+    - A checkpoint (MM2's clock) against a snapshot's method (ours): no clock orders them, so a skewed
+      worker clock must not decide. ``after_gold`` (the checkpoint was appended after the pipeline's
+      last read of its topic, so after gold's snapshots, up to that update's own span): it is the
+      freshest, and the precedence rule decides as on one clock. Otherwise the same upstream offset
+      goes by the method order, and else the lower downstream offset wins (the consumer may re-read,
+      never skip).
+    """
     if current.method == candidate.method:
-        return True
-    contenders = [_candidate(current), _candidate(candidate)]
-    winner, _ = choose(contenders, precedence)
-    return winner is contenders[1]
+        return (
+            candidate.method == "checkpoint"
+            or input_time(candidate) >= input_time(current)
+            or candidate.upstream_offset == current.upstream_offset
+        )
+    if clock(current.method) == clock(candidate.method):
+        contenders = [_candidate(current), _candidate(candidate)]
+        winner, _ = choose(contenders, precedence)
+        return winner is contenders[1]
+    if candidate.upstream_offset == current.upstream_offset:
+        ranks = {method: rank for rank, method in enumerate(precedence)}
+        return ranks.get(candidate.method, len(ranks)) < ranks.get(current.method, len(ranks))
+    return after_gold or candidate.downstream_offset < current.downstream_offset
 
 
 def _candidate(offset: GoldOffset) -> Candidate:

@@ -305,9 +305,9 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
     parser.add_argument(
         "--tail-only",
         action="store_true",
-        help="plan from the target's MM2 checkpoint records alone, without gold's translations (with "
-        "--checkpoint-tail; `failover` reads them): for a gold an interrupted pipeline update left "
-        "empty while bronze_checkpoints holds checkpoint records, which is otherwise refused",
+        help="plan from the target's MM2 checkpoint records (with --checkpoint-tail; `failover` reads "
+        "them) when an interrupted pipeline update left gold empty while bronze_checkpoints holds "
+        "checkpoint records, which is otherwise refused; rows gold holds still compete, the fresher wins",
     )
     parser.add_argument(
         Flag.UNTRANSLATED.value,

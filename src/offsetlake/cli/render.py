@@ -112,7 +112,7 @@ def apply_report(result: ApplyResult, *, details: bool = False) -> tuple[list[st
     if result.nothing_selected:
         out.append(f"run {result.run_id}: no gold offsets match the selection; nothing to do")
         if result.data_loss:  # groups with no translation can still lose records
-            out.append(data_loss_table(result.data_loss))
+            out.append(data_loss_table(result.data_loss, details=details))
     elif result.gold_rows == 0:
         pass  # the problem line says why
     elif result.request.dry_run:
@@ -123,7 +123,7 @@ def apply_report(result: ApplyResult, *, details: bool = False) -> tuple[list[st
         if result.keep_alive:
             out.append(result.keep_alive)
         if result.data_loss:
-            out.append(data_loss_table(result.data_loss))
+            out.append(data_loss_table(result.data_loss, details=details))
         if result.refusing_groups:
             refusing = ", ".join(result.refusing_groups)
             out.append(f"note: `apply` would refuse: active groups on the target: {refusing}")
@@ -153,7 +153,7 @@ def failover_report(result: FailoverResult, *, details: bool = False) -> tuple[l
         if details or _group_count(applied) <= DETAIL_GROUPS:
             out.append(group_table(applied))
     if applied.data_loss:
-        out.append(data_loss_table(applied.data_loss))
+        out.append(data_loss_table(applied.data_loss, details=details))
     elif applied.nothing_selected:
         out.append("no gold offsets match the selection; nothing to do")
     out.append(_apply_totals(applied) if applied.plan else f"run {applied.run_id}: nothing applied")
@@ -207,21 +207,33 @@ def refresh_lines(result: FailoverResult) -> list[str]:
 
 
 def k2k_search_lines(result: ApplyResult) -> list[str]:
-    """What searching the newest group snapshots on K2K's tracing headers added to gold, and the
-    first few searches that gave no translation (gold's row stands for those)."""
+    """What searching the newest group snapshots on K2K's tracing headers added to gold, the searches
+    of snapshots older than gold's row, the searches a bound cut short with what was used instead,
+    and the first few searches that gave no translation (gold's row stands for those)."""
     searched = result.k2k_search
     if searched is None:
         return []
+    prefix = "K2K tracing headers on the target"
     lines = [
-        f"K2K tracing headers on the target: {searched.searched} group-partition(s) searched now, "
-        f"{searched.replaced} translated more freshly than gold (method `k2k_tracing_headers (tail)`)"
+        f"{prefix}: {searched.searched:,} group-partition(s) searched now, "
+        f"{searched.replaced:,} translated more freshly than gold (method `k2k_tracing_headers (tail)`)"
     ]
-    shown = searched.unanswered[:_SHOWN_UNANSWERED]
-    lines += [f"K2K tracing headers on the target: no translation: {reason}" for reason in shown]
-    if len(searched.unanswered) > len(shown):
+    if searched.older:
         lines.append(
-            f"K2K tracing headers on the target: ... and {len(searched.unanswered) - len(shown)} more"
+            f"{prefix}: {searched.older:,} searched snapshot(s) older than gold's translation of the same "
+            "method: gold's kept"
         )
+    cut = searched.cut_short
+    if cut.total:
+        lines.append(
+            f"{prefix}: {cut.total:,} search(es) CUT SHORT by their bounds (--timeout "
+            f"{result.request.timeout_s:g} s a partition and in all): {cut.searched:,} use the records "
+            f"read so far (safe, may re-read more), {cut.gold:,} gold's translation, {cut.none:,} none"
+        )
+    shown = searched.unanswered[:_SHOWN_UNANSWERED]
+    lines += [f"{prefix}: no translation: {reason}" for reason in shown]
+    if len(searched.unanswered) > len(shown):
+        lines.append(f"{prefix}: ... and {len(searched.unanswered) - len(shown):,} more")
     return lines
 
 
@@ -491,9 +503,40 @@ def _records_reread(verified: Sequence[PlanRow]) -> int | str:
     return sum(count for count in counts if count is not None)
 
 
-def data_loss_table(losses: Sequence[GroupDataLoss]) -> str:
+def data_loss_table(losses: Sequence[GroupDataLoss], *, details: bool = False) -> str:
     """What failing over now costs each group: records it consumed that MM2 has not copied (the
-    target never saw them), and records it has not consumed that are not on the target (lost)."""
+    target never saw them), and records it has not consumed that are not on the target (lost).
+    Past DETAIL_GROUPS groups (without ``details``): the totals and the groups that lose the most."""
+    title = "data loss if failing over now (gold failover_data_loss)"
+    if details or len(losses) <= DETAIL_GROUPS:
+        return f"{title}:\n" + _data_loss_rows(losses)
+    lost = [loss for loss in losses if loss.unconsumed_lost]
+    uncopied = [loss for loss in losses if loss.consumed_not_replicated]
+    unknown = [loss for loss in losses if loss.partitions_unknown]
+    worst = sorted(
+        losses,
+        key=lambda loss: (-loss.unconsumed_lost, -loss.consumed_not_replicated, -loss.partitions_unknown,
+                          loss.consumer_group, loss.source_cluster),
+    )[:_SHOWN_WORST]  # fmt: skip
+    return "\n".join(
+        [
+            f"{title}: {len(losses):,} groups, {sum(loss.partitions for loss in losses):,} partitions; "
+            f"{sum(loss.unconsumed_lost for loss in lost):,} records unconsumed, lost "
+            f"({len(lost):,} groups); {sum(loss.consumed_not_replicated for loss in uncopied):,} "
+            f"consumed, not on target ({len(uncopied):,} groups); "
+            f"{sum(loss.partitions_unknown for loss in unknown):,} partitions with their position unknown "
+            f"({len(unknown):,} groups)",
+            f"the {len(worst)} groups that lose the most (unconsumed lost, then consumed not on target, then "
+            f"positions unknown); --details lists all {len(losses):,}:",
+            _data_loss_rows(worst),
+        ]
+    )
+
+
+_SHOWN_WORST = 10
+
+
+def _data_loss_rows(losses: Sequence[GroupDataLoss]) -> str:
     rows = [
         (
             loss.consumer_group,
@@ -508,7 +551,7 @@ def data_loss_table(losses: Sequence[GroupDataLoss]) -> str:
     ]
     headers = ("group", "source", "partitions", "consumed, not on target", "unconsumed, lost",
                "position unknown", "as of")  # fmt: skip
-    return "data loss if failing over now (gold failover_data_loss):\n" + table(headers, rows)
+    return table(headers, rows)
 
 
 def cluster_health_line(health: ClusterHealth, now: datetime) -> str:

@@ -31,3 +31,28 @@ class TracingRoute:
     def parts(self) -> list[str]:
         """The literal text around each placeholder (one part: a static topic name)."""
         return self.template.split(TOPIC_PLACEHOLDER)
+
+
+EXAMPLE_TOPIC: Final = "orders"
+
+
+def shared_target(first: TracingRoute, second: TracingRoute) -> str | None:
+    """A target topic both routes can write to (a topic of ``first``'s source and one of
+    ``second``'s mapping to it), or None when no pair of topic names can meet.
+
+    K2K's tracing headers name the source topic, partition and offset, never the cluster, so records
+    two sources wrote into one target topic cannot be told apart (east's ``orders`` at 10 and
+    west's at 30 look alike). Templates with a placeholder meet unless their literal prefixes differ
+    (neither starts the other) or their suffixes do; a static name meets a template it fits."""
+    a, b = first.parts, second.parts
+    if len(a) == 1 and len(b) == 1:
+        return first.template if first.template == second.template else None
+    if len(a) == 1 or len(b) == 1:
+        static, template = (first.template, b) if len(a) == 1 else (second.template, a)
+        prefix, suffix = template[0], template[-1]
+        fits = static.startswith(prefix) and static.endswith(suffix)
+        return static if fits and len(static) > len(prefix) + len(suffix) else None
+    prefixes, suffixes = sorted((a[0], b[0]), key=len), sorted((a[-1], b[-1]), key=len)
+    if not prefixes[1].startswith(prefixes[0]) or not suffixes[1].endswith(suffixes[0]):
+        return None
+    return prefixes[1] + EXAMPLE_TOPIC + suffixes[1]

@@ -99,6 +99,29 @@ class TracedRecord:
     source_offset: int
 
 
+class MixedPartitionsError(Exception):
+    """The searched target partition holds records of another partition of the sought source topic."""
+
+
+def sought_record(
+    origin: tuple[str, int, int] | None, source_topic: str, source_partition: int, target_offset: int
+) -> TracedRecord | None:
+    """The record at ``target_offset`` (``origin``: its traced_origin) if it is of the sought source
+    partition, else None. A record of the same source topic from another source partition refuses
+    the search (MixedPartitionsError): K2K did not keep the partition here (producer-defined
+    partitioning), so the sought partition's records are spread over target partitions and no one
+    target position holds its committed position. A record of another topic is stepped past."""
+    if origin is None or origin[0] != source_topic:
+        return None
+    if origin[1] != source_partition:
+        raise MixedPartitionsError(
+            f"target offset {target_offset} holds {source_topic}[{origin[1]}]@{origin[2]}, not only "
+            f"{source_topic}[{source_partition}]: K2K does not keep the source partition here, so no "
+            "target position translates it (route the topic with sink.partition: source, or unroute it)"
+        )
+    return TracedRecord(target_offset, origin[2])
+
+
 @dataclass(frozen=True)
 class Scanned:
     """The probe scanned [start, until) without finding a record of the sought partition, and stopped."""
@@ -123,6 +146,10 @@ class TracingTranslation:
     reason: str | None = None
     """None when the search completed and translated; otherwise why there is no (or only a
     possibly imprecise) translation, in an operator's words."""
+    cut_short: bool = False
+    """A bound (probes, the partition's time, the call's budget) stopped the search before it
+    completed: its answer, if any, is safe but may re-read more; without one, another method's row
+    (or none) stands in."""
 
 
 def search_translation(
@@ -206,7 +233,7 @@ def _answer(found: _Found, *, upstream_offset: int, where: str, span: tuple[int,
             )
         else:
             reason = f"no record of {where} in offsets [{span[0]}, {span[1]}) carries K2K tracing headers"
-        return TracingTranslation(None, probes=probes, reason=reason)
+        return TracingTranslation(None, probes=probes, reason=reason, cut_short=limit is not None)
     exact = best.source_offset == upstream_offset
     reason = None if limit is None else f"{limit}: safe, but may re-read more than needed ({where})"
     return TracingTranslation(
@@ -216,6 +243,7 @@ def _answer(found: _Found, *, upstream_offset: int, where: str, span: tuple[int,
         exact=exact,
         probes=probes,
         reason=reason,
+        cut_short=limit is not None,
     )
 
 

@@ -33,6 +33,7 @@ from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import (
     DEFAULT_MAX_PROBES,
     SCAN_RECORDS_PER_PROBE,
+    MixedPartitionsError,
     ProbeResult,
     Scanned,
     ScanResult,
@@ -40,6 +41,7 @@ from offsetlake.k2k.tracing import (
     TracingHeaderNames,
     TracingTranslation,
     search_translations,
+    sought_record,
     traced_origin,
 )
 from offsetlake.kafka import clients
@@ -225,15 +227,17 @@ class _Call:
         self.limits = limits
         self.budget_ends = None if limits.budget_s is None else time.monotonic() + limits.budget_s
         self._stopped: str | None = None
+        self._budget_spent = False
+        """Whether the call's budget (not the target) stopped it: those searches were cut short."""
         self._lock = threading.Lock()
         self.scan_turn = threading.Lock()
         """Held by the one sequential read running (_PartitionSearch.scan)."""
 
-    def stop(self, reason: str) -> str:
+    def stop(self, reason: str, *, budget: bool = False) -> str:
         """The first reason to stop wins: every search not yet started gets it."""
         with self._lock:
             if self._stopped is None:
-                self._stopped = reason
+                self._stopped, self._budget_spent = reason, budget
             return self._stopped
 
     def search(
@@ -245,7 +249,7 @@ class _Call:
     ) -> list[TracingResult]:
         started = time.monotonic()
         if self.budget_ends is not None and started > self.budget_ends:
-            self.stop(f"not searched: this call's budget of {self.limits.budget_s:g} s ran out")
+            self.stop(f"not searched: this call's budget of {self.limits.budget_s:g} s ran out", budget=True)
         stopped = self._stopped
         if stopped is None:
             try:
@@ -256,7 +260,10 @@ class _Call:
         cost = PartitionCost(positions=len(group), seconds=time.monotonic() - started)
         share = cost.seconds / len(group)
         return [
-            TracingResult(request, TracingTranslation(None, reason=stopped), share, cost) for request in group
+            TracingResult(
+                request, TracingTranslation(None, reason=stopped, cut_short=self._budget_spent), share, cost
+            )
+            for request in group
         ]
 
 
@@ -302,6 +309,10 @@ class _PartitionSearch:
                     answers = dict.fromkeys(
                         uppers, TracingTranslation(None, reason=f"reading {self.key.where} failed: {error}")
                     )
+                except MixedPartitionsError as error:
+                    answers = dict.fromkeys(
+                        uppers, TracingTranslation(None, reason=f"{self.key.where}: {error}")
+                    )
         seconds = time.monotonic() - started
         cost = PartitionCost(cost.positions, cost.probes, cost.scanned, seconds)
         share = seconds / len(group)
@@ -339,9 +350,7 @@ class _PartitionSearch:
 
     def _sought(self, message: Message) -> TracedRecord | None:
         origin = traced_origin(message.headers(), self.names)
-        if origin is not None and origin[:2] == (self.key.source_topic, self.key.source_partition):
-            return TracedRecord(message.offset(), origin[2])
-        return None
+        return sought_record(origin, self.key.source_topic, self.key.source_partition, message.offset())
 
     def _remaining(self) -> float:
         return min(_POLL_SLICE_S, max(0.0, self.deadline - time.monotonic()))

@@ -1,4 +1,5 @@
-"""The datasets a failover refreshes: everything ``latest_offsets`` is computed from, and the health rows.
+"""The datasets a failover refreshes: everything ``latest_offsets`` is computed from, the health rows,
+and, with K2K's tracing headers routed, ``latest_group_offsets`` (what the failover's search reads).
 
 A failover needs the newest translations and each cluster's reachability, nothing else. The engine's
 refresh selection (``spark-pipelines run --refresh``, the Pipelines API's ``refresh_selection``)
@@ -32,6 +33,7 @@ from offsetlake.pipeline.tables import (
     DECODED_MAPPINGS,
     K2K_MAPPING_CONFLICTS,
     K2K_TRACING_LOOKUPS,
+    LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     QUARANTINE,
     SILVER_CONNECT_OFFSETS,
@@ -64,13 +66,17 @@ def lineage(specs: Iterable[TableSpec], declared: Collection[str]) -> frozenset[
     return frozenset(found)
 
 
+_REFRESHED_FOR_TRACING: tuple[TableSpec, ...] = (LATEST_GROUP_OFFSETS,)
+"""What the failover's K2K search reads (apply/k2k_search.py: each selected group's newest
+snapshot): as fresh as the lookups in latest_offsets, or a stale snapshot is searched again."""
+
+
 def failover_refresh_selection(settings: PipelineSettings) -> tuple[str, ...]:
     """The dataset names to refresh before a failover, in table order: what the failover reads and
     every table of the graph ``settings`` declare that it is computed from (the specs' inputs)."""
     declared = declared_tables(settings)
-    selected = lineage(_REFRESHED_FOR, declared) | {
-        spec.name for spec in _REFRESHED_BESIDE if spec.name in declared
-    }
+    read = _REFRESHED_FOR + (_REFRESHED_FOR_TRACING if settings.k2k_tracing_routes else ())
+    selected = lineage(read, declared) | {spec.name for spec in _REFRESHED_BESIDE if spec.name in declared}
     return tuple(spec.name for spec in ALL_TABLES if spec.name in selected)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 
 from offsetlake.data_sources.options import DEFAULT_TIMEOUT_MS
 from offsetlake.errors import InvalidValueError
-from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
+from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute, shared_target
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.mirror.clusters import ClusterEndpoint, parse_endpoint
 from offsetlake.mirror.filters import DEFAULT_GROUPS_EXCLUDE, DEFAULT_GROUPS_INCLUDE, DEFAULT_TOPICS_INCLUDE
@@ -165,7 +165,8 @@ def format_mapping_topics(bound: tuple[MappingTopic, ...]) -> str:
 
 
 def parse_tracing_routes(text: str) -> tuple[TracingRoute, ...]:
-    """``alias=template,…``: where K2K writes each source topic of that source cluster."""
+    """``alias=template,…``: where K2K writes each source topic of that source cluster; two sources'
+    routes that can meet in one target topic are refused (k2k.routing.shared_target)."""
     routes: list[TracingRoute] = []
     for entry in filter(None, (part.strip() for part in text.split(","))):
         alias, sep, template = (part.strip() for part in entry.partition("="))
@@ -175,6 +176,16 @@ def parse_tracing_routes(text: str) -> tuple[TracingRoute, ...]:
                 f"(e.g. east={TOPIC_PLACEHOLDER} or east=eu.{TOPIC_PLACEHOLDER}.copy)"
             )
         routes.append(TracingRoute(alias, template))
+    for index, first in enumerate(routes):
+        for second in routes[index + 1 :]:
+            if first.alias != second.alias and (topic := shared_target(first, second)) is not None:
+                raise InvalidValueError(
+                    f"{K2K_TRACING_TOPICS} routes {first.alias}={first.template} and "
+                    f"{second.alias}={second.template} can write both sources' records into one target "
+                    f"topic (e.g. {topic}); K2K's tracing headers name no cluster, so the search could not "
+                    f"tell them apart: give each source its own prefix or suffix (e.g. "
+                    f"{first.alias}={first.alias}.{TOPIC_PLACEHOLDER})"
+                )
     return tuple(routes)
 
 
