@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsetlake.k2k.reverse_tracing import BEFORE_LOG_START, NO_TRACED_RECORDS, reverse_search
-from offsetlake.mirror.reverse_translation import Untranslated, current_history, translate_back
+from offsetlake.mirror.reverse_translation import NoReverseTranslation, current_history, translate_back
 from tests.unit.test_k2k_tracing import SOUGHT, Partition, partitions, scanning_probe
 from tests.unit.test_translation import Replication, _emit_offset_syncs, replications
 
@@ -43,9 +43,9 @@ def test_past_the_last_sync_the_source_log_end_bounds_the_re_reads() -> None:
 def test_before_the_first_sync_or_without_one_nothing_is_guessed() -> None:
     before = translate_back([(100, 98), (200, 190)], 97)
     assert before.upstream_offset is None
-    assert before.untranslated is Untranslated.BEFORE_FIRST_SYNC
+    assert before.untranslated is NoReverseTranslation.BEFORE_FIRST_SYNC
     assert "precedes the first retained sync (downstream 98)" in before.detail
-    assert translate_back([], 5).untranslated is Untranslated.NO_SYNCS
+    assert translate_back([], 5).untranslated is NoReverseTranslation.NO_SYNCS
 
 
 def test_a_downstream_rewind_starts_a_new_history() -> None:

@@ -29,7 +29,7 @@ _ANY_SOURCE_OFFSET: Final = (1 << 63) - 1
 @dataclass(frozen=True)
 class ReverseTraced:
     """The source position a target position resumes at (None: none, ``untranslated`` names why
-    with the values of offsetlake.mirror.reverse_translation.Untranslated), how it was found."""
+    with the values of offsetlake.mirror.reverse_translation.NoReverseTranslation), how it was found."""
 
     upstream_offset: int | None
     exact: bool = False

@@ -14,7 +14,7 @@ with downstream offsets, and the rule mirrors the forward one (mirror/translatio
   upstream: resume at U + 1. Every record between that and the true position is read again,
   never one skipped; at most the span to the next sync's U (the *re-read bound*);
 - with no sync at or below D (the group is older than the retained history) nothing is known:
-  guessing could skip, so there is no translation (:class:`Untranslated`), and the caller places
+  guessing could skip, so there is no translation (:class:`NoReverseTranslation`), and the caller places
   the group at the source partition's log start or refuses it.
 
 What "exact" cannot see: source records the forward flow never replicated (filtered by an SMT,
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
-class Untranslated(StrEnum):
+class NoReverseTranslation(StrEnum):
     """Why a downstream position has no upstream translation."""
 
     NO_SYNCS = "no_syncs"
@@ -63,7 +63,7 @@ class ReverseTranslation:
     matched: tuple[int, int] | None = None
     """The sync (upstream, downstream) the answer rests on."""
     reread_bound: int | None = None
-    untranslated: Untranslated | None = None
+    untranslated: NoReverseTranslation | None = None
     detail: str = ""
 
 
@@ -87,7 +87,7 @@ def translate_back(
         raise ValueError(f"downstream_offset must be >= 0 (a committed position), got {downstream_offset}")
     history = current_history(syncs)
     if not history:
-        return ReverseTranslation(None, untranslated=Untranslated.NO_SYNCS, detail="no offset sync")
+        return ReverseTranslation(None, untranslated=NoReverseTranslation.NO_SYNCS, detail="no offset sync")
     best: tuple[int, int] | None = None
     above: tuple[int, int] | None = None
     for upstream, downstream in history:
@@ -100,7 +100,7 @@ def translate_back(
         first = min(downstream for _, downstream in history)
         return ReverseTranslation(
             None,
-            untranslated=Untranslated.BEFORE_FIRST_SYNC,
+            untranslated=NoReverseTranslation.BEFORE_FIRST_SYNC,
             detail=f"position {downstream_offset} precedes the first retained sync (downstream {first})",
         )
     upstream, downstream = best
