@@ -1,7 +1,8 @@
-"""Looking at a command's process tree from outside, as an operator would with ps."""
+"""Running the command and looking at its process tree from outside, as an operator would with ps."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from offsetlake.local.home import HOME_ENV
 from offsetlake.local.processes import descendants
 
 
@@ -53,3 +55,15 @@ def python_child(code: str, *args: str) -> Iterator[subprocess.Popen[str]]:
         if child.poll() is None:
             child.kill()
             child.communicate()
+
+
+def offsetlake_cli(home: Path, *args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+    """``offsetlake ARGS`` in a child process on the home ``home``, as an operator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "offsetlake.cli", *args],
+        env={**os.environ, HOME_ENV: str(home)},
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )

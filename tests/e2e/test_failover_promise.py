@@ -21,17 +21,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from offsetlake.local.home import HOME_ENV
 from offsetlake_dev.local_cluster import ClusterPair, paused, start_clusters, stop_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 from tests.kafka_helpers import committed_offsets, produce
+from tests.process_helpers import offsetlake_cli
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -64,14 +63,7 @@ class Scenario:
         return self.simulator.settings.remote_topic(TOPIC)
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "offsetlake.cli", *args],
-            env={**os.environ, HOME_ENV: str(self.home)},
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT_S,
-            check=False,
-        )
+        return offsetlake_cli(self.home, *args, timeout_s=COMMAND_TIMEOUT_S)
 
     def flags(self) -> list[str]:
         return [
