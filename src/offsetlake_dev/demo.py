@@ -495,7 +495,10 @@ def _fail_back(
         )
     settings = pipeline_settings(source, target)
     request = FailbackRequest(
-        apply=ApplyRequest(dry_run=False, target_bootstrap_servers=source),
+        # A group still at its pre-outage position on the source, ahead of where its records on the
+        # target lead back (the offset syncs bound the way back from below), is moved back to that
+        # position: a re-read, counted; without it the rewind is refused and the failback INCOMPLETE.
+        apply=ApplyRequest(dry_run=False, target_bootstrap_servers=source, allow_rewind=True),
         source_alias=SOURCE_ALIAS,
         source_config={"bootstrap.servers": source},
         target_alias=TARGET_ALIAS,
