@@ -22,10 +22,10 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsetlake.apply.gold import UPSTREAM, GroupDataLoss, from_micros, null_row_error
-from offsetlake.apply.planner import GoldOffset, Selection
+from offsetlake.apply.planner import Selection
+from offsetlake.contract.gold import UPSTREAM, GoldOffset, GoldTableError, GroupDataLoss, from_micros
+from offsetlake.contract.tables import GROUP_PARTITION_KEY
 from offsetlake.kafka.group_offsets import GroupOffset
-from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
 
 UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
 
@@ -267,3 +267,19 @@ def sync_histories(table: pa.Table) -> SyncHistories:
         if None not in (topic, partition, upstream, downstream):
             histories.setdefault((topic, partition), []).append((upstream, downstream))
     return histories
+
+
+_REQUIRED: Final = (
+    "source_cluster",
+    "consumer_group",
+    "topic",
+    "partition",
+    "downstream_offset",
+    "source_micros",
+)
+
+
+def null_row_error(name: str, row: dict[str, object]) -> GoldTableError:
+    """A gold row the apply cannot use: which required columns are NULL, and the row."""
+    missing = [column for column in _REQUIRED if row.get(column) is None]
+    return GoldTableError(f"gold table {name} has a row with NULL {', '.join(missing)}: {row}")
