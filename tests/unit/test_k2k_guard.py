@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from offsetlake.apply.executor import execute_plan
-from offsetlake.apply.gold import mapping_conflicts_by_key
+from offsetlake.apply.gold_rows import mapping_conflicts_by_key
 from offsetlake.apply.planner import (
     Action,
     CommittedOffset,

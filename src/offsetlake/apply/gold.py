@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
 
 from offsetlake.apply.planner import NameBounds, Selection
 from offsetlake.contract.gold import (
@@ -249,39 +248,13 @@ def read_offset_syncs(
     return sync_histories(rows.toArrow())
 
 
-MAPPING_CONFLICT_COLUMNS: Final = (
-    "consumer_group",
-    "topic",
-    "partition",
-    "upstream_topic",
-    "upstream_partition",
-    "mapped_source_offset",
-    "target_topics",
-)
-
-
-def mapping_conflicts_by_key(
-    rows: Iterable[Sequence[Any]], selection: Selection | None
-) -> dict[GroupPartition, str]:
-    """k2k_mapping_conflicts rows (MAPPING_CONFLICT_COLUMNS, in order) as the planner takes them: the
-    selected group-partitions, each with what an operator reads about it. Both gold stores fold
-    their rows here, so they say the same; several rows of one key (two source clusters) are
-    joined in sorted order, whatever order storage returned them in."""
-    reasons: dict[GroupPartition, set[str]] = defaultdict(set)
-    for group, topic, partition, upstream_topic, upstream_partition, mapped, targets in rows:
-        if selection is None or selection.selects(group, topic):
-            reasons[(group, topic, partition)].add(
-                f"K2K mapped source record {upstream_topic}[{upstream_partition}]@{mapped} to "
-                f"{len(targets)} target topics ({', '.join(targets)})"
-            )
-    return {key: "; ".join(sorted(texts)) for key, texts in reasons.items()}
-
-
 def read_mapping_conflicts(
     spark: SparkSession, schema: str, catalog: str | None, selection: Selection | None
 ) -> dict[GroupPartition, str]:
     """k2k_mapping_conflicts by group-partition, with the reason; empty when the table is absent
     (no K2K mappings configured): one catalog lookup, no scan."""
+    from offsetlake.apply.gold_rows import MAPPING_CONFLICT_COLUMNS, mapping_conflicts_by_key
+
     name = table_name(K2K_MAPPING_CONFLICTS.name, schema, catalog)
     if not _exists(spark, name):
         return {}

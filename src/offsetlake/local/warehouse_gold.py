@@ -51,10 +51,11 @@ import pyarrow.compute as pc
 
 from offsetlake.apply import audit
 from offsetlake.apply.audit import AUDIT_TABLE, COMMITTING_MODES, Stage
-from offsetlake.apply.gold import MAPPING_CONFLICT_COLUMNS, mapping_conflicts_by_key, selection_bounds
+from offsetlake.apply.gold import selection_bounds
 from offsetlake.apply.gold_rows import (
     DATA_LOSS_COLUMNS,
     GROUP_SNAPSHOT_COLUMNS,
+    MAPPING_CONFLICT_COLUMNS,
     OFFSET_SYNC_COLUMNS,
     UTC_MICROS,
     SyncHistories,
@@ -63,6 +64,7 @@ from offsetlake.apply.gold_rows import (
     datetimes,
     gold_offsets,
     group_snapshots,
+    mapping_conflicts_by_key,
     sync_histories,
 )
 from offsetlake.apply.planner import GroupPartition, Selection
