@@ -44,8 +44,9 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsetlake.apply.executor import Outcome, execute_plan
-from offsetlake.apply.planner import Action, GoldOffset, Guards, build_plan
+from offsetlake.apply.planner import Action, Guards, build_plan
 from offsetlake.apply.target_state import read_target_state
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.kafka import clients
 from offsetlake_dev.latency_proxy import DelayedBroker, delayed_broker
 from offsetlake_dev.local_cluster import running_clusters

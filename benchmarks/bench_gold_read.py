@@ -38,10 +38,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from offsetlake.apply.planner import Selection
+from offsetlake.contract.tables import LATEST_OFFSETS, OFFSET_HISTORY
 from offsetlake.local.home import LocalHome
 from offsetlake.local.warehouse_gold import LocalGoldStore, open_table
 from offsetlake.mirror.precedence import METHODS
-from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 

@@ -48,11 +48,11 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from _measure import PeakTreeMemory
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local.clusters import local_pipeline_settings
 from offsetlake.local.home import HOME_ENV
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
 
 INGEST_TARGET_RATIO: Final = 2.0

@@ -42,10 +42,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Final
 
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local.connect_server import WarmServer
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.local.processes import descendants
-from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake_dev import demo
 from offsetlake_dev.local_cluster import running_clusters
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator

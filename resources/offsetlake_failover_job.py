@@ -7,7 +7,7 @@ UI (docs/deploy.md, "Failing over"): every choice made during an outage is a job
 safe default, and the default mode is plan (a dry run): nothing is altered until an operator says apply.
 
 Defined in Python, not YAML, for one field: the refresh's `refresh_selection` is computed from the
-pipeline's table lineage (offsetlake.pipeline.refresh_selection) for the graph the target's variables
+pipeline's table lineage (offsetlake.contract.refresh_selection) for the graph the target's variables
 declare, never listed by hand. The CLI calls :func:`failover_job` through `load_resources`
 (resources/__init__.py) with the target's variable values. Relative paths here are relative to the
 bundle root (the CLI places Python output at the root: bundle/config/mutator/python).
@@ -23,8 +23,8 @@ import yaml
 from databricks.bundles.core import Bundle
 from databricks.bundles.jobs import Job
 
-from offsetlake.pipeline.refresh_selection import failover_refresh_selection
-from offsetlake.pipeline.settings import PipelineSettings
+from offsetlake.contract.refresh_selection import failover_refresh_selection
+from offsetlake.contract.settings import PipelineSettings
 
 FAILOVER_JOB_KEY: Final = "offsetlake_failover"
 PIPELINE_FILE: Final = Path(__file__).resolve().parent / "offsetlake.pipeline.yml"

@@ -46,6 +46,7 @@ from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.cli import render
 from offsetlake.cli.failback import report_lines
 from offsetlake.cli.stores import gold_store_for
+from offsetlake.contract.settings import MappingTopic, PipelineSettings
 from offsetlake.errors import OffsetlakeError, StopSignalError, UsageError
 from offsetlake.failback.run import FailbackRequest, run_failback
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
@@ -56,7 +57,6 @@ from offsetlake.local.pipeline_run import run_pipeline
 from offsetlake.local.run_progress import is_progress
 from offsetlake.local.spark import get_local_spark
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
 from offsetlake_dev.simulate import DEFAULT_MAPPING_TOPIC, MirrorSettings, MirrorSimulator
 from offsetlake_dev.simulate.target_consumers import active_member, resume_group

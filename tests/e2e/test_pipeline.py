@@ -32,14 +32,14 @@ import pytest
 from offsetlake.codecs.connect import ConnectOffset, encode_connect_offset
 from offsetlake.codecs.mappings import OffsetMapping, encode_k2k_json_v1
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
+from offsetlake.contract.settings import MappingTopic, PipelineSettings
+from offsetlake.contract.tables import ALL_TABLES
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.local.backlog import flow_checkpoint, stream_position, target_backlog
 from offsetlake.local.home import HOME_ENV, LocalHome
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
-from offsetlake.pipeline.tables import ALL_TABLES
 from tests.fixture_records import load_fixture_records
 from tests.kafka_helpers import STREAMS_METADATA, ClustersUnderTest, commit_offsets, create_topic, produce
 

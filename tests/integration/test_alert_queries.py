@@ -15,7 +15,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from offsetlake.apply.audit import AUDIT_COLUMNS, AUDIT_TABLE
-from offsetlake.pipeline.tables import LATEST_OFFSETS
+from offsetlake.contract.tables import LATEST_OFFSETS
 from tests.bundle_resolver import REPO_ROOT, load_configuration
 
 pytestmark = pytest.mark.spark

@@ -40,19 +40,19 @@ from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.cli import stores
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
-from offsetlake.kafka import admin as kafka_admin
-from offsetlake.kafka.secrets import SecretsProvider
-from offsetlake.local.audit_journal import fold_journal
-from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
-from offsetlake.local.warehouse_gold import LocalGoldStore
-from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     FAILOVER_DATA_LOSS,
     K2K_MAPPING_CONFLICTS,
     LATEST_GROUP_OFFSETS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
 )
+from offsetlake.kafka import admin as kafka_admin
+from offsetlake.kafka.secrets import SecretsProvider
+from offsetlake.local.audit_journal import fold_journal
+from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
+from offsetlake.local.warehouse_gold import LocalGoldStore
+from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
 from offsetlake_dev.latency_proxy import delayed_broker
 from offsetlake_dev.local_cluster import LOOPBACK
 from tests.kafka_helpers import (
@@ -147,14 +147,14 @@ class ApplyHarness:
         fold_journal(self.spark, LocalHome(self.home))
 
     def write_latest(self, translations: Sequence[Translation]) -> None:
-        """``latest_offsets`` as the pipeline writes it (pipeline/tables.py), one row per translation."""
+        """``latest_offsets`` as the pipeline writes it (contract/tables.py), one row per translation."""
         rows = [
             (*self._history_row(t), False, t.last_observed_at or t.source_timestamp) for t in translations
         ]
         self._overwrite(LATEST_OFFSETS.name, rows, LATEST_OFFSETS.schema_ddl)
 
     def write_history(self, translations: Sequence[Translation]) -> None:
-        """``offset_history`` as the pipeline writes it (pipeline/tables.py)."""
+        """``offset_history`` as the pipeline writes it (contract/tables.py)."""
         rows = [self._history_row(t) for t in translations]
         self._overwrite(OFFSET_HISTORY.name, rows, OFFSET_HISTORY.schema_ddl)
 
@@ -199,7 +199,7 @@ class ApplyHarness:
             self.spark.catalog.setCurrentDatabase(previous)
 
     def write_data_loss(self, rows: list[tuple[Any, ...]]) -> None:
-        """failover_data_loss rows, in the pipeline's column order (pipeline/tables.py)."""
+        """failover_data_loss rows, in the pipeline's column order (contract/tables.py)."""
         self._overwrite(FAILOVER_DATA_LOSS.name, rows, FAILOVER_DATA_LOSS.schema_ddl)
 
     def _overwrite(self, table: str, rows: list[tuple[Any, ...]], ddl: str) -> None:

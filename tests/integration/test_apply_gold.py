@@ -20,7 +20,8 @@ from offsetlake.apply.planner import (
     build_plan,
     select_offsets,
 )
-from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_HISTORY
+from offsetlake.contract.gold import GoldTableError
+from offsetlake.contract.tables import LATEST_OFFSETS, OFFSET_HISTORY
 
 pytestmark = pytest.mark.spark
 
@@ -32,7 +33,7 @@ def at(minutes: int) -> datetime:
 
 
 def latest(group: str, topic: str, partition: int, offset: int | None, observed: datetime) -> tuple[Any, ...]:
-    """A ``latest_offsets`` row as the pipeline writes it (pipeline/tables.py)."""
+    """A ``latest_offsets`` row as the pipeline writes it (contract/tables.py)."""
     return ("east", group, topic, partition, offset, 10, "checkpoint", "", observed, observed, None, False,
             observed)  # fmt: skip
 
@@ -156,7 +157,7 @@ def test_a_gold_row_without_an_offset_is_a_clear_error(
         spark, schema, [latest("app", "orders", 0, 10, at(1)), latest("app", "orders", 1, None, at(1))]
     )
 
-    with pytest.raises(gold.GoldTableError, match=r"has a row with NULL downstream_offset: .*'partition': 1"):
+    with pytest.raises(GoldTableError, match=r"has a row with NULL downstream_offset: .*'partition': 1"):
         gold.read_latest_offsets(spark, schema)
 
 
@@ -171,5 +172,5 @@ def test_a_latest_offsets_without_the_contracts_columns_is_a_clear_error(
     row = latest("app", "orders", 0, 10, at(1))[:-1]
     spark.createDataFrame([row], ddl).write.saveAsTable(f"`{schema}`.{LATEST_OFFSETS.name}")
 
-    with pytest.raises(gold.GoldTableError, match=r"cannot read gold table .*last_observed_at"):
+    with pytest.raises(GoldTableError, match=r"cannot read gold table .*last_observed_at"):
         gold.read_latest_offsets(spark, schema)

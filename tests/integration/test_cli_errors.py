@@ -100,7 +100,7 @@ GOLD_WRITER = """
 import sys
 from datetime import UTC, datetime
 from offsetlake.local.spark import get_local_spark, stop_local_spark
-from offsetlake.pipeline.tables import LATEST_OFFSETS
+from offsetlake.contract.tables import LATEST_OFFSETS
 spark = get_local_spark()
 now = datetime.now(UTC)
 row = ("us-east", "billing", "us-east.orders", 0, 5, 105, "checkpoint", "", now, now, None, False, now)

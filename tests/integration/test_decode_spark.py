@@ -17,12 +17,12 @@ from offsetlake.codecs import CodecError
 from offsetlake.codecs.connect import decode_connect_offset, mirror_source_position
 from offsetlake.codecs.mappings import mapping_decoder
 from offsetlake.codecs.mm2 import decode_checkpoint, decode_offset_sync
+from offsetlake.contract.tables import QUARANTINE
 from offsetlake.pipeline.decoding import inputs
 from offsetlake.pipeline.decoding.connect_spark import decode_connect_offsets
 from offsetlake.pipeline.decoding.mappings_spark import decode_k2k_json_v1
 from offsetlake.pipeline.decoding.mm2_spark import decode_checkpoints, decode_offset_syncs
 from offsetlake.pipeline.decoding.wire_spark import DECODE_ERROR
-from offsetlake.pipeline.tables import QUARANTINE
 from tests.fixture_records import FixtureRecord, load_fixture_records
 
 if TYPE_CHECKING:

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     SILVER_CHECKPOINTS,
     SILVER_CONNECT_OFFSETS,
     SILVER_GROUP_OFFSETS,
@@ -22,6 +21,7 @@ from offsetlake.pipeline.tables import (
     SILVER_OFFSET_SYNCS,
     TableSpec,
 )
+from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

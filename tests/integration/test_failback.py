@@ -22,9 +22,9 @@ import pytest
 from offsetlake.apply.store import SparkGoldStore
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
+from offsetlake.contract.tables import SILVER_OFFSET_SYNCS
 from offsetlake.local.home import LocalHome
 from offsetlake.local.warehouse_gold import LocalGoldStore
-from offsetlake.pipeline.tables import SILVER_OFFSET_SYNCS
 from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator, ReplicatedRecord
 from tests.integration.test_apply import ApplyHarness, harness, position  # noqa: F401 (fixture)
 from tests.kafka_helpers import active_consumer, alter_group_offsets

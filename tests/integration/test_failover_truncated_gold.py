@@ -19,34 +19,24 @@ import pyarrow.parquet as pq
 import pytest
 
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
+from offsetlake.contract.tables import BRONZE_CHECKPOINTS, LATEST_OFFSETS, TableSpec
 from offsetlake.local.gold_guard import GoldGuard
 from offsetlake.local.home import HOME_ENV
 from offsetlake.local.locks import pipeline_run_lock
-from offsetlake.pipeline.tables import BRONZE_CHECKPOINTS, LATEST_OFFSETS, TableSpec
 from tests.kafka_helpers import committed_offsets, create_topic, produce
 
 pytestmark = pytest.mark.kafka
 
 COMMAND_TIMEOUT_S = 300
-_TYPES = {
-    "STRING": pa.string(),
-    "INT": pa.int32(),
-    "BIGINT": pa.int64(),
-    "BOOLEAN": pa.bool_(),
-    "BINARY": pa.binary(),
-    "TIMESTAMP": pa.timestamp("us", tz="UTC"),
-    "ARRAY<STRUCT<key: STRING, value: BINARY>>": pa.list_(
-        pa.struct([("key", pa.string()), ("value", pa.binary())])
-    ),
-}
 
 
 def write_table(home: Path, spec: TableSpec, rows: list[dict[str, Any]]) -> Path:
     """``spec``'s table as local Spark lays it out: Parquet part files in the warehouse."""
     directory = home / "warehouse" / "offsetlake.db" / spec.name
     directory.mkdir(parents=True, exist_ok=True)
-    schema = pa.schema([(name, _TYPES[kind]) for name, kind, _ in spec.columns])
-    pq.write_table(pa.Table.from_pylist(rows, schema), directory / "part-00000-c000.snappy.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(rows, spec.arrow_schema), directory / "part-00000-c000.snappy.parquet"
+    )
     return directory
 
 

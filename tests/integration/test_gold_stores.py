@@ -19,13 +19,10 @@ from pyspark.sql import SparkSession
 
 from offsetlake.apply import audit
 from offsetlake.apply.executor import Outcome, PartitionResult
-from offsetlake.apply.gold import GoldTableError
-from offsetlake.apply.planner import Action, GoldOffset, PlanRow, Selection
+from offsetlake.apply.planner import Action, PlanRow, Selection
 from offsetlake.apply.store import GoldStore, SparkGoldStore
-from offsetlake.local.audit_journal import fold_journal, journal_files
-from offsetlake.local.home import HOME_ENV, LocalHome
-from offsetlake.local.warehouse_gold import LocalGoldStore
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.gold import GoldOffset, GoldTableError, LastApplied
+from offsetlake.contract.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
@@ -34,6 +31,9 @@ from offsetlake.pipeline.tables import (
     OFFSET_HISTORY,
     TableSpec,
 )
+from offsetlake.local.audit_journal import fold_journal, journal_files
+from offsetlake.local.home import HOME_ENV, LocalHome
+from offsetlake.local.warehouse_gold import LocalGoldStore
 
 pytestmark = pytest.mark.spark
 
@@ -53,7 +53,7 @@ def at(minutes: float) -> datetime:
 
 
 def latest_rows() -> list[tuple[Any, ...]]:
-    """latest_offsets (pipeline/tables.py order), with NULL method/metadata/upstream and odd instants."""
+    """latest_offsets (contract/tables.py order), with NULL method/metadata/upstream and odd instants."""
     rows = [
         ("east", "app", "east.orders", 0, 480, 500, "checkpoint", "", at(1), at(1), None, False, at(3)),
         ("east", "app", "east.orders", 1, 12, None, None, None, at(2), at(2), None, False, at(2.5)),
@@ -324,8 +324,8 @@ def test_the_audit_pending_in_arrow_is_read_alike_and_folded_once(
     ]
 
     applied = arrow_store.last_applied()
-    assert applied == {("app", "east.orders", 0): audit.LastApplied(at(1), at(20), 5)}
-    assert spark_store.last_applied() == {("app", "east.orders", 0): audit.LastApplied(at(1), at(10), 5)}
+    assert applied == {("app", "east.orders", 0): LastApplied(at(1), at(20), 5)}
+    assert spark_store.last_applied() == {("app", "east.orders", 0): LastApplied(at(1), at(10), 5)}
 
     assert fold_journal(spark, LocalHome(tmp_path)) == 2
     assert journal_files(LocalHome(tmp_path), schema) == []
@@ -348,7 +348,7 @@ def test_the_audit_pending_in_arrow_is_read_alike_and_folded_once(
     rows = spark.sql(f"SELECT * FROM `{schema}`.apply_audit WHERE run_id = 'run-3'").collect()
     assert len(rows) == len(third)
     assert spark_store.last_applied() == arrow_store.last_applied()
-    assert arrow_store.last_applied()[("app", "east.orders", 0)] == audit.LastApplied(at(1), at(30), 5)
+    assert arrow_store.last_applied()[("app", "east.orders", 0)] == LastApplied(at(1), at(30), 5)
     # Timestamps survive the fold as instants.
     assert {row["run_started_at"].replace(tzinfo=UTC) for row in rows} == {at(29)}
 
@@ -407,7 +407,7 @@ def test_a_local_spark_session_sees_the_rows_a_run_without_spark_audited(tmp_pat
     )
     assert list((home / "audit-pending" / "offsetlake").iterdir()) == []
     assert LocalGoldStore(LocalHome(home)).last_applied() == {
-        ("app", "east.orders", 0): audit.LastApplied(at(1), at(20), 5)
+        ("app", "east.orders", 0): LastApplied(at(1), at(20), 5)
     }
 
 

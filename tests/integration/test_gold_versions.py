@@ -28,18 +28,18 @@ from hypothesis import strategies as st
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
-from offsetlake.mirror.precedence import METHODS
-from offsetlake.pipeline import history
-from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.latest_group_offsets import latest_group_offsets_by_auto_cdc
-from offsetlake.pipeline.precedence_spark import choose_translation
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     GROUP_PARTITION_KEY,
     LATEST_GROUP_OFFSETS,
     OFFSET_VERSIONS,
     SILVER_GROUP_OFFSETS,
     TRANSLATION_OBSERVATIONS,
 )
+from offsetlake.mirror.precedence import METHODS
+from offsetlake.pipeline import history
+from offsetlake.pipeline.frames import add_columns
+from offsetlake.pipeline.latest_group_offsets import latest_group_offsets_by_auto_cdc
+from offsetlake.pipeline.precedence_spark import choose_translation
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

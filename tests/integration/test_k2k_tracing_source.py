@@ -9,16 +9,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from offsetlake.contract.tables import K2K_TRACING_LOOKUPS
 from offsetlake.data_sources import offsetlake_k2k_tracing as tracing_source
 from offsetlake.data_sources import register_data_sources
 from offsetlake.data_sources.offsetlake_group_offsets import GroupOffsetsBatchReader
 from offsetlake.data_sources.offsetlake_k2k_tracing import (
-    LOOKUPS_SCHEMA,
     TracingSnapshotOptions,
 )
 from offsetlake.kafka.offset_ranges import OffsetOptionError
 from offsetlake.pipeline.history import tracing_observations
-from offsetlake.pipeline.tables import K2K_TRACING_LOOKUPS
 from tests.kafka_helpers import Traced, commit_offsets, create_topic, produce_traced
 
 if TYPE_CHECKING:
@@ -114,10 +113,14 @@ def test_searches_run_when_planned_and_read_opens_no_connection(
 def test_spark_reads_lookup_rows_that_become_observations(
     spark: SparkSession, traced_pair: tuple[dict[str, str], dict[int, int]]
 ) -> None:
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StructType
+
     options, at = traced_pair
     register_data_sources(spark, k2k_tracing=True)
     lookups = spark.read.format("offsetlake_k2k_tracing").options(**options).load()
-    assert lookups.schema == LOOKUPS_SCHEMA
+    assert lookups.schema == StructType.fromDDL(K2K_TRACING_LOOKUPS.spark_schema)
+    assert lookups.schema == from_arrow_schema(K2K_TRACING_LOOKUPS.arrow_schema)  # one schema, two forms
     assert lookups.columns == K2K_TRACING_LOOKUPS.column_names
     rows = _by_group([row.asDict() for row in lookups.collect()])
     assert rows["exact"]["topic"] == options["route"].replace("{topic}", "") + rows["exact"]["upstream_topic"]

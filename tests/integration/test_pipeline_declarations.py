@@ -23,15 +23,9 @@ import pytest
 from pyspark.sql.readwriter import DataFrameReader
 from pyspark.sql.streaming.readwriter import DataStreamReader
 
-from offsetlake.k2k.routing import TracingRoute
-from offsetlake.local.gold_guard import GUARDED_TABLES
-from offsetlake.local.pipeline_spec import TRANSFORMATIONS_DIR
-from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
-from offsetlake.pipeline.generated_code import FACTORY_MODE, INTERPRETED
-from offsetlake.pipeline.refresh_selection import declared_tables
-from offsetlake.pipeline.settings import MappingTopic, PipelineSettings
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.refresh_selection import declared_tables
+from offsetlake.contract.settings import MappingTopic, PipelineSettings
+from offsetlake.contract.tables import (
     ALL_TABLES,
     APPLY_CLUSTER_KEY,
     FAILOVER_DATA_LOSS,
@@ -41,6 +35,12 @@ from offsetlake.pipeline.tables import (
     OFFSET_VERSIONS_AUTO_CDC,
     SILVER_GROUP_OFFSETS,
 )
+from offsetlake.k2k.routing import TracingRoute
+from offsetlake.local.gold_guard import GUARDED_TABLES
+from offsetlake.local.pipeline_spec import TRANSFORMATIONS_DIR
+from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS
+from offsetlake.pipeline.generated_code import FACTORY_MODE, INTERPRETED
 
 if TYPE_CHECKING:
     from collections.abc import Callable

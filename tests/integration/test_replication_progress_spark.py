@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from offsetlake.contract.tables import (
+    SILVER_CONNECT_OFFSETS,
+    SILVER_GROUP_OFFSETS,
+    SILVER_OFFSET_SYNCS,
+    SOURCE_LOG_OFFSETS,
+)
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.progress import PositionObservation, data_loss, replicated_position
 from offsetlake.pipeline.latest_group_offsets import latest_group_offsets
@@ -20,12 +26,6 @@ from offsetlake.pipeline.progress_spark import (
     latest_progress,
     position_observations,
     replication_progress_history,
-)
-from offsetlake.pipeline.tables import (
-    SILVER_CONNECT_OFFSETS,
-    SILVER_GROUP_OFFSETS,
-    SILVER_OFFSET_SYNCS,
-    SOURCE_LOG_OFFSETS,
 )
 
 if TYPE_CHECKING:

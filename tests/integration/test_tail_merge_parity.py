@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offsetlake.apply.planner import GoldOffset
 from offsetlake.apply.tail_merge import merge_tail
 from offsetlake.codecs.mm2 import Checkpoint
+from offsetlake.contract.gold import GoldOffset
+from offsetlake.contract.tables import SILVER_CHECKPOINTS
 from offsetlake.kafka.checkpoint_tail import TailRecord
 from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline import history
-from offsetlake.pipeline.tables import SILVER_CHECKPOINTS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -17,6 +17,8 @@ from offsetlake.apply.planner import Action, PlanRow, Selection
 from offsetlake.apply.reasons import NoTranslation
 from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.store import GoldStore
+from offsetlake.contract.gold import LastApplied
+from offsetlake.contract.tables import LATEST_OFFSETS
 from offsetlake.local import audit_journal
 from offsetlake.local.audit_journal import (
     AUDIT_SCHEMA,
@@ -28,7 +30,6 @@ from offsetlake.local.audit_journal import (
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, pipeline_run_lock
 from offsetlake.local.warehouse_gold import LocalGoldStore
-from offsetlake.pipeline.tables import LATEST_OFFSETS
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -45,7 +46,7 @@ def records(run_id: str, stage: audit.Stage = audit.Stage.PLAN, rows: int = 2) -
 
 
 def latest_table(rows: int, *, tz: str | None) -> pa.Table:
-    """latest_offsets as Spark lays it out (pipeline/tables.py columns)."""
+    """latest_offsets as Spark lays it out (contract/tables.py columns)."""
     moments = [T0 + timedelta(seconds=index) for index in range(rows)]
     if tz is None:
         moments = [moment.replace(tzinfo=None) for moment in moments]
@@ -162,7 +163,7 @@ def test_pending_audit_rows_are_the_arrow_stores_audit(tmp_path: Path) -> None:
     store.append_audit(audit.result_records([row], [done], info))
 
     assert store.last_applied() == {
-        ("app", "orders", 0): audit.LastApplied(T0 - timedelta(minutes=1), T0 + timedelta(seconds=3), 5)
+        ("app", "orders", 0): LastApplied(T0 - timedelta(minutes=1), T0 + timedelta(seconds=3), 5)
     }
     assert store.last_applied(Selection(groups="other")) == {}
 

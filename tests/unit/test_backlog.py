@@ -8,11 +8,11 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local.backlog import flow_checkpoint, records_to_read, stream_position, target_subscriptions
 from offsetlake.local.home import LocalHome
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.positions import LogBounds
-from offsetlake.pipeline.settings import PipelineSettings
 
 _BOUNDS = st.tuples(st.integers(0, 1_000), st.integers(0, 1_000)).map(
     lambda pair: LogBounds(min(pair), max(pair))

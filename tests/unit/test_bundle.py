@@ -403,7 +403,7 @@ def test_pipeline_reads_kafka_with_the_builtin_format(pipeline_settings: dict[st
 
 
 def test_bronze_is_one_flow_per_source_and_refuses_a_full_refresh(pipeline_settings: dict[str, Any]) -> None:
-    from offsetlake.pipeline.settings import PipelineSettings
+    from offsetlake.contract.settings import PipelineSettings
 
     configuration = pipeline_settings["configuration"]
     assert configuration["offsetlake.bronze.flows"] == "per_source"

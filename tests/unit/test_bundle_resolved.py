@@ -341,8 +341,8 @@ def test_every_documented_run_names_a_resource_and_its_parameters() -> None:
 
 
 def test_failover_refreshes_only_what_latest_offsets_and_the_health_rows_are_computed_from() -> None:
-    from offsetlake.pipeline.refresh_selection import failover_refresh_selection
-    from offsetlake.pipeline.settings import PipelineSettings
+    from offsetlake.contract.refresh_selection import failover_refresh_selection
+    from offsetlake.contract.settings import PipelineSettings
 
     for target in ("dev", "prod"):
         resources = resolve(target)["resources"]

@@ -12,12 +12,12 @@ import yaml
 from offsetlake.cli.apply import request_from_args
 from offsetlake.cli.clusters import ResolvedClusters
 from offsetlake.cli.main import build_parser
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import InvalidValueError
 from offsetlake.local.home import LocalHome
 from offsetlake.local.pipeline_spec import write_spec
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.settings import PipelineSettings
 from tests.bundle_resolver import python_resources_of_target
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,10 +12,10 @@ import pytest
 from offsetlake.cli.clusters import ResolvedClusters
 from offsetlake.cli.failover import endpoints
 from offsetlake.cli.options import parse_source
+from offsetlake.contract.settings import SOURCES, TARGET_BOOTSTRAP, PipelineSettings
 from offsetlake.errors import InvalidValueError
 from offsetlake.local.clusters import local_pipeline_settings, read_local_clusters
 from offsetlake.mirror.clusters import ClusterEndpoint, parse_endpoint
-from offsetlake.pipeline.settings import SOURCES, TARGET_BOOTSTRAP, PipelineSettings
 
 
 def test_the_parser_strips_both_sides() -> None:

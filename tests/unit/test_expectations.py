@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS, expect_all
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     ALL_TABLES,
     SILVER_CHECKPOINTS,
     SILVER_CONNECT_OFFSETS,
@@ -23,6 +22,7 @@ from offsetlake.pipeline.tables import (
     SILVER_OFFSET_SYNCS,
     TableSpec,
 )
+from offsetlake.pipeline.expectations import SILVER_EXPECTATIONS, expect_all
 
 SILVER_TABLES = (
     SILVER_CHECKPOINTS,

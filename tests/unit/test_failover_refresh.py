@@ -21,13 +21,13 @@ import pytest
 from offsetlake.apply.run import ApplyRequest, ApplyResult, ApplyStatus
 from offsetlake.apply.store import GoldStore
 from offsetlake.cli.render import failover_report
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.failover import run as failover_run
 from offsetlake.failover.run import FailoverRequest, FailoverResult, RefreshMode, run_failover
 from offsetlake.local import pipeline_run
 from offsetlake.local.home import LocalHome
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.settings import PipelineSettings
 from tests.unit.test_phase_times import ClosableEmptyGold
 
 GOLD_BEFORE = b"latest_offsets as the last complete update left it"

@@ -7,11 +7,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from offsetlake.apply.executor import Outcome, PartitionResult
-from offsetlake.apply.gold import GroupDataLoss
 from offsetlake.apply.k2k_search import CutShort, SearchedNow
 from offsetlake.apply.planner import Action, PlanRow
 from offsetlake.apply.run import ApplyRequest, ApplyResult, ApplyStatus
 from offsetlake.cli.render import DETAIL_GROUPS, apply_report, failover_report
+from offsetlake.contract.gold import GroupDataLoss
 from offsetlake.failover.run import FailoverResult
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

@@ -19,14 +19,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from offsetlake.apply import run as apply_run
-from offsetlake.apply.gold import GoldTableError
-from offsetlake.apply.planner import GoldOffset, Selection
+from offsetlake.apply.planner import Selection
 from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.cli import pipeline as cli_pipeline
 from offsetlake.cli import stores
 from offsetlake.cli.context import Context
 from offsetlake.cli.main import run_command
 from offsetlake.codecs.mm2 import Checkpoint
+from offsetlake.contract.gold import GoldOffset, GoldTableError
+from offsetlake.contract.settings import PipelineSettings
+from offsetlake.contract.tables import CLUSTER_HEALTH, LATEST_OFFSETS
 from offsetlake.errors import ExternalError, InvalidValueError, StopSignalError
 from offsetlake.kafka.checkpoint_tail import CheckpointTail, TailRecord
 from offsetlake.local.gold_guard import GoldGuard
@@ -35,8 +37,6 @@ from offsetlake.local.locks import HomeInUseError, RunLockHold, pipeline_run_loc
 from offsetlake.local.warehouse_gold import LocalGoldStore, committed_files
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.settings import PipelineSettings
-from offsetlake.pipeline.tables import CLUSTER_HEALTH, LATEST_OFFSETS
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 _TYPES = {
@@ -84,7 +84,7 @@ def latest(group: str, offset: int) -> dict[str, Any]:
 
 
 def write_part(directory: Path, name: str, rows: list[dict[str, Any]], columns: Any) -> Path:
-    """One Parquet part file of a table with ``columns`` (pipeline/tables.py (name, type, comment))."""
+    """One Parquet part file of a table with ``columns`` (contract/tables.py (name, type, comment))."""
     directory.mkdir(parents=True, exist_ok=True)
     schema = pa.schema([(column, _TYPES[kind]) for column, kind, _ in columns])
     path = directory / name

@@ -53,8 +53,8 @@ def test_the_stated_floors_hold() -> None:
         (
             "mirror/clusters.py",
             "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
-            "    from offsetlake.pipeline import settings\n",
-            "offsetlake.mirror.clusters -> offsetlake.pipeline.settings",
+            "    from offsetlake.contract import settings\n",
+            "offsetlake.mirror.clusters -> offsetlake.contract.settings",
         ),
         (
             "apply/planner.py",

@@ -10,11 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from offsetlake.apply.executor import execute_plan
-from offsetlake.apply.gold import mapping_conflicts_by_key
+from offsetlake.apply.gold_rows import mapping_conflicts_by_key
 from offsetlake.apply.planner import (
     Action,
     CommittedOffset,
-    GoldOffset,
     Guards,
     LogBounds,
     MultipleTargetsPolicy,
@@ -27,6 +26,7 @@ from offsetlake.apply.planner import (
 from offsetlake.cli.apply import request_from_args
 from offsetlake.cli.clusters import ResolvedClusters
 from offsetlake.cli.main import build_parser
+from offsetlake.contract.gold import GoldOffset
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 FRESH = NOW - timedelta(minutes=5)

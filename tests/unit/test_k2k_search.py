@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offsetlake.apply.k2k_search import METHOD, CutShort, merge_searched
-from offsetlake.apply.planner import GoldOffset
 from offsetlake.apply.tail_merge import tail_replaces
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.k2k.tracing import TracingTranslation
 from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.kafka.tracing_reader import TracingLookup, TracingRequest, TracingResult

@@ -22,6 +22,7 @@ from offsetlake.cli import pipeline as pipeline_cli
 from offsetlake.cli.context import Context
 from offsetlake.cli.pipeline import handle_run, run_every, update_line
 from offsetlake.cli.render import sql_table
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import InvalidValueError, StopSignalError, UsageError
 from offsetlake.local import pipeline_run
 from offsetlake.local.connect_server import ConnectServerError, WarmServer
@@ -32,7 +33,6 @@ from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.local.pipeline_spec import run_arguments, spark_pipelines_command, write_spec
 from offsetlake.local.run_log import RunLog, judge
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.settings import PipelineSettings
 
 KNOWN_ERROR = (
     "pyspark.errors.exceptions.base.PySparkValueError: [UNKNOWN_RESPONSE] Unknown response: "

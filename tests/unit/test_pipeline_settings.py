@@ -7,12 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from offsetlake.cli import apply as cli_apply
-from offsetlake.errors import InvalidValueError
-from offsetlake.k2k.routing import TracingRoute
-from offsetlake.k2k.tracing import TracingHeaderNames
-from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.kafka_readers import pipeline_settings
-from offsetlake.pipeline.settings import (
+from offsetlake.contract.settings import (
     ALL_KEYS,
     K2K_TRACING_TOPICS,
     MAPPINGS_TOPICS,
@@ -23,6 +18,11 @@ from offsetlake.pipeline.settings import (
     PipelineSettings,
     parse_sources,
 )
+from offsetlake.errors import InvalidValueError
+from offsetlake.k2k.routing import TracingRoute
+from offsetlake.k2k.tracing import TracingHeaderNames
+from offsetlake.mirror.clusters import ClusterEndpoint
+from offsetlake.pipeline.kafka_readers import pipeline_settings
 
 
 def test_defaults_match_the_documented_contract() -> None:

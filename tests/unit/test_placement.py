@@ -17,7 +17,6 @@ from offsetlake.apply.placement import (
 from offsetlake.apply.planner import (
     Action,
     CommittedOffset,
-    GoldOffset,
     Guards,
     LogBounds,
     Selection,
@@ -25,6 +24,7 @@ from offsetlake.apply.planner import (
     TargetState,
     Untranslated,
 )
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.mirror.policy import ReplicationPolicy

@@ -14,7 +14,6 @@ from offsetlake.apply.planner import (
     Action,
     ActiveGroupPolicy,
     CommittedOffset,
-    GoldOffset,
     Guards,
     LogBounds,
     MultipleTargetsPolicy,
@@ -30,6 +29,7 @@ from offsetlake.apply.planner import (
     select_offsets,
 )
 from offsetlake.cli.options import parse_duration, parse_method_precedence, parse_timestamp
+from offsetlake.contract.gold import GoldOffset
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 FRESH = NOW - timedelta(minutes=5)

@@ -19,7 +19,6 @@ from offsetlake.apply import planner
 from offsetlake.apply.planner import (
     Action,
     CommittedOffset,
-    GoldOffset,
     Guards,
     LogBounds,
     MultipleTargetsPolicy,
@@ -30,6 +29,7 @@ from offsetlake.apply.planner import (
     build_plan,
     k2k_guarded_groups,
 )
+from offsetlake.contract.gold import GoldOffset
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 # Names whose order as str differs from naive byte or case order, and one that is empty.

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from offsetlake.pipeline.refresh_selection import (
+from offsetlake.contract.refresh_selection import (
     declared_tables,
     failover_refresh,
     failover_refresh_selection,
     lineage,
 )
-from offsetlake.pipeline.settings import PipelineSettings
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.settings import PipelineSettings
+from offsetlake.contract.tables import (
     ALL_TABLES,
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from offsetlake.cli.failover import shown_during_refresh
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local import pipeline_run
 from offsetlake.local.pipeline_run import run_pipeline
 from offsetlake.local.run_progress import FLOW_LAYERS, RunProgress, is_progress
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.settings import PipelineSettings
 
 RECORDED = Path(__file__).parent / "recorded"
 RESTARTED = RECORDED / "update_with_a_restarted_flow.log"

@@ -24,6 +24,7 @@ import pytest
 
 from offsetlake.cli import pipeline as pipeline_cli
 from offsetlake.cli.context import Context
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import StopSignalError
 from offsetlake.local import connect_server
 from offsetlake.local.home import LocalHome
@@ -36,7 +37,6 @@ from offsetlake.local.locks import (
 )
 from offsetlake.local.processes import spawn_group
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.settings import PipelineSettings
 from tests.process_helpers import alive
 
 HANG_GUARD_S = 120.0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from offsetlake.apply.planner import GoldOffset
 from offsetlake.apply.tail_gaps import unread_sources
 from offsetlake.apply.tail_merge import TailMerge
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.kafka.checkpoint_tail import TailRecord, UnreadablePartition
 from offsetlake.mirror.policy import ReplicationPolicy
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsetlake.apply.planner import GoldOffset
 from offsetlake.apply.tail_merge import merge_tail, tail_replaces
 from offsetlake.codecs.mm2 import Checkpoint
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.kafka.checkpoint_tail import TailRecord
 from offsetlake.mirror.precedence import METHODS, Candidate, choose
 

@@ -16,8 +16,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from offsetlake.apply.executor import Outcome, PartitionResult
-from offsetlake.apply.gold import from_micros, narrowed, table_name
+from offsetlake.apply.gold import narrowed
 from offsetlake.apply.planner import Action, GroupPartition, PlanRow, Selection
+from offsetlake.contract.gold import LastApplied, from_micros, table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -152,18 +153,6 @@ def add_missing_columns(spark: SparkSession, table: str) -> None:
     missing = [f"`{name}` {kind}" for name, kind in ADDED_COLUMNS if name not in present]
     if missing:
         spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
-
-
-@dataclass(frozen=True)
-class LastApplied:
-    """What the audit remembers of the most recent verified commit of one group-partition."""
-
-    source_timestamp: datetime
-    """The translation it applied (a later run refuses older ones without --allow-rewind)."""
-    committed_at: datetime
-    """When it was committed: the start of the offset's retention clock on the target."""
-    offset: int | None = None
-    """The offset it committed, as read back: a target still there is offsetlake's own position."""
 
 
 def read_last_applied(

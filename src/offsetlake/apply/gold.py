@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from offsetlake.apply.planner import GoldOffset, NameBounds, Selection
-from offsetlake.errors import ExternalError
-from offsetlake.mirror.positions import GroupPartition
-from offsetlake.mirror.precedence import METHODS
-from offsetlake.pipeline.tables import (
+from offsetlake.apply.planner import NameBounds, Selection
+from offsetlake.contract.gold import (
+    UPSTREAM,
+    ClusterHealth,
+    GoldOffset,
+    GoldTableError,
+    GroupDataLoss,
+    from_micros,
+    table_name,
+    to_micros,
+)
+from offsetlake.contract.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
@@ -29,13 +34,14 @@ from offsetlake.pipeline.tables import (
     OFFSET_HISTORY,
     SILVER_OFFSET_SYNCS,
 )
+from offsetlake.mirror.positions import GroupPartition
+from offsetlake.mirror.precedence import METHODS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from offsetlake.kafka.group_offsets import GroupOffset
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COLUMNS = (
     "source_cluster",
     "consumer_group",
@@ -46,20 +52,6 @@ _COLUMNS = (
     "metadata",
     "source_timestamp",
 )
-_REQUIRED = ("source_cluster", "consumer_group", "topic", "partition", "downstream_offset", "source_micros")
-UPSTREAM = "upstream_offset"
-"""Read into GoldOffset.upstream_offset from a gold table that has the column (the contract's do)."""
-"""Whether this GoldOffset carries the upstream offset (planner.GoldOffset.upstream_offset)."""
-
-
-class GoldTableError(ExternalError, ValueError):
-    """The gold table is missing or holds rows the apply cannot use."""
-
-
-def table_name(table: str, schema: str, catalog: str | None = None) -> str:
-    """``catalog.schema.table`` on Unity Catalog, ``schema.table`` on the local metastore."""
-    parts = [catalog, schema, table] if catalog else [schema, table]
-    return ".".join(f"`{part}`" for part in parts)
 
 
 def read_latest_offsets(
@@ -178,18 +170,6 @@ def read_checkpoint_positions(
     return {(row["topic"], row["partition"]): row["next_offset"] for row in rows}
 
 
-@dataclass(frozen=True)
-class ClusterHealth:
-    """A cluster's last reachability check by the pipeline, and when it last answered."""
-
-    cluster: str
-    role: str
-    reachable: bool
-    error: str | None
-    checked_at: datetime
-    last_reachable_at: datetime | None
-
-
 def read_cluster_health(spark: SparkSession, schema: str, catalog: str | None = None) -> list[ClusterHealth]:
     """The newest ``cluster_health`` row per cluster; empty when the pipeline never recorded one."""
     name = table_name(CLUSTER_HEALTH.name, schema, catalog)
@@ -215,23 +195,6 @@ def read_cluster_health(spark: SparkSession, schema: str, catalog: str | None = 
         )
         for row in rows
     ]
-
-
-@dataclass(frozen=True)
-class GroupDataLoss:
-    """What failing over now costs one group from one source cluster (gold failover_data_loss)."""
-
-    source_cluster: str
-    consumer_group: str
-    partitions: int
-    consumed_not_replicated: int
-    """Records the group consumed on the source that are not on the target (partitions with a known
-    replication position only)."""
-    unconsumed_lost: int
-    """Records the group has not consumed yet that are not on the target: lost to it."""
-    partitions_unknown: int
-    """Partitions whose replication position is unknown (MM2's offset was reset) or never snapshotted."""
-    as_of: datetime | None
 
 
 def read_failover_data_loss(
@@ -285,52 +248,18 @@ def read_offset_syncs(
     return sync_histories(rows.toArrow())
 
 
-MAPPING_CONFLICT_COLUMNS: Final = (
-    "consumer_group",
-    "topic",
-    "partition",
-    "upstream_topic",
-    "upstream_partition",
-    "mapped_source_offset",
-    "target_topics",
-)
-
-
-def mapping_conflicts_by_key(
-    rows: Iterable[Sequence[Any]], selection: Selection | None
-) -> dict[GroupPartition, str]:
-    """k2k_mapping_conflicts rows (MAPPING_CONFLICT_COLUMNS, in order) as the planner takes them: the
-    selected group-partitions, each with what an operator reads about it. Both gold stores fold
-    their rows here, so they say the same; several rows of one key (two source clusters) are
-    joined in sorted order, whatever order storage returned them in."""
-    reasons: dict[GroupPartition, set[str]] = defaultdict(set)
-    for group, topic, partition, upstream_topic, upstream_partition, mapped, targets in rows:
-        if selection is None or selection.selects(group, topic):
-            reasons[(group, topic, partition)].add(
-                f"K2K mapped source record {upstream_topic}[{upstream_partition}]@{mapped} to "
-                f"{len(targets)} target topics ({', '.join(targets)})"
-            )
-    return {key: "; ".join(sorted(texts)) for key, texts in reasons.items()}
-
-
 def read_mapping_conflicts(
     spark: SparkSession, schema: str, catalog: str | None, selection: Selection | None
 ) -> dict[GroupPartition, str]:
     """k2k_mapping_conflicts by group-partition, with the reason; empty when the table is absent
     (no K2K mappings configured): one catalog lookup, no scan."""
+    from offsetlake.apply.gold_rows import MAPPING_CONFLICT_COLUMNS, mapping_conflicts_by_key
+
     name = table_name(K2K_MAPPING_CONFLICTS.name, schema, catalog)
     if not _exists(spark, name):
         return {}
     rows = narrowed(spark.table(name), selection).select(*MAPPING_CONFLICT_COLUMNS).collect()
     return mapping_conflicts_by_key((tuple(row) for row in rows), selection)
-
-
-def to_micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def from_micros(micros: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=micros)
 
 
 def _exists(spark: SparkSession, name: str) -> bool:
@@ -361,9 +290,3 @@ def _collect(
 def _upstream(frame: DataFrame) -> tuple[str, ...]:
     """The upstream_offset column, when ``frame`` has it (every gold table the pipeline writes does)."""
     return (UPSTREAM,) if UPSTREAM in frame.columns else ()
-
-
-def null_row_error(name: str, row: dict[str, object]) -> GoldTableError:
-    """A gold row the apply cannot use: which required columns are NULL, and the row."""
-    missing = [column for column in _REQUIRED if row.get(column) is None]
-    return GoldTableError(f"gold table {name} has a row with NULL {', '.join(missing)}: {row}")

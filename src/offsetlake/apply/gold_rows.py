@@ -6,6 +6,7 @@ through ``toArrow``, the local one from the Parquet files), and the rules are he
 - :func:`choose_current`: of the ``offset_history`` rows valid at a time, one per group-partition,
   by offsetlake.mirror.precedence.choose (the pure twin of the pipeline's choose_translation);
 - :func:`data_loss_totals`: ``failover_data_loss`` summed per source cluster and group;
+- :func:`mapping_conflicts_by_key`: ``k2k_mapping_conflicts`` folded per group-partition, with its reason;
 - :func:`gold_offsets`: rows -> GoldOffsets, timestamps of any zone as UTC datetimes, NULL method
   and metadata as "", and a row without its key, offset or source timestamp a GoldTableError
   naming the row, so both stores say the same about every row.
@@ -14,7 +15,8 @@ through ``toArrow``, the local one from the Parquet files), and the rules are he
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any, Final
@@ -22,10 +24,11 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsetlake.apply.gold import UPSTREAM, GroupDataLoss, from_micros, null_row_error
-from offsetlake.apply.planner import GoldOffset, Selection
+from offsetlake.apply.planner import Selection
+from offsetlake.contract.gold import UPSTREAM, GoldOffset, GoldTableError, GroupDataLoss, from_micros
+from offsetlake.contract.tables import GROUP_PARTITION_KEY
 from offsetlake.kafka.group_offsets import GroupOffset
-from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
+from offsetlake.mirror.positions import GroupPartition
 
 UTC_MICROS: Final = pa.timestamp("us", tz="UTC")
 
@@ -267,3 +270,47 @@ def sync_histories(table: pa.Table) -> SyncHistories:
         if None not in (topic, partition, upstream, downstream):
             histories.setdefault((topic, partition), []).append((upstream, downstream))
     return histories
+
+
+_REQUIRED: Final = (
+    "source_cluster",
+    "consumer_group",
+    "topic",
+    "partition",
+    "downstream_offset",
+    "source_micros",
+)
+
+
+def null_row_error(name: str, row: dict[str, object]) -> GoldTableError:
+    """A gold row the apply cannot use: which required columns are NULL, and the row."""
+    missing = [column for column in _REQUIRED if row.get(column) is None]
+    return GoldTableError(f"gold table {name} has a row with NULL {', '.join(missing)}: {row}")
+
+
+MAPPING_CONFLICT_COLUMNS: Final = (
+    "consumer_group",
+    "topic",
+    "partition",
+    "upstream_topic",
+    "upstream_partition",
+    "mapped_source_offset",
+    "target_topics",
+)
+
+
+def mapping_conflicts_by_key(
+    rows: Iterable[Sequence[Any]], selection: Selection | None
+) -> dict[GroupPartition, str]:
+    """k2k_mapping_conflicts rows (MAPPING_CONFLICT_COLUMNS, in order) as the planner takes them: the
+    selected group-partitions, each with what an operator reads about it. Both gold stores fold
+    their rows here, so they say the same; several rows of one key (two source clusters) are
+    joined in sorted order, whatever order storage returned them in."""
+    reasons: dict[GroupPartition, set[str]] = defaultdict(set)
+    for group, topic, partition, upstream_topic, upstream_partition, mapped, targets in rows:
+        if selection is None or selection.selects(group, topic):
+            reasons[(group, topic, partition)].add(
+                f"K2K mapped source record {upstream_topic}[{upstream_partition}]@{mapped} to "
+                f"{len(targets)} target topics ({', '.join(targets)})"
+            )
+    return {key: "; ".join(sorted(texts)) for key, texts in reasons.items()}

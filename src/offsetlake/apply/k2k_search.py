@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from offsetlake.apply.planner import GoldOffset
 from offsetlake.apply.tail_merge import OUR_CLOCK, Key, clock, gold_key, input_time, tail_replaces
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.kafka.group_offsets import GroupOffset

@@ -24,7 +24,6 @@ from datetime import datetime
 
 from offsetlake.apply.planner import (
     Action,
-    GoldOffset,
     Guards,
     PlanRow,
     Selection,
@@ -35,6 +34,7 @@ from offsetlake.apply.planner import (
     missing_reason,
 )
 from offsetlake.apply.reasons import Flag
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.mirror.policy import ReplicationPolicy

@@ -19,6 +19,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from offsetlake.apply.reasons import Flag
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.durations import format_duration
 from offsetlake.errors import UsageError
 from offsetlake.mirror.filters import NameFilter
@@ -106,38 +107,6 @@ by default (``groups.offsetGuardPrefix``, feature ``applyMappingsGuard``)."""
 
 class PlanError(UsageError, ValueError):
     """Inputs the planner cannot reason about (bad regex, duplicate keys, negative bounds)."""
-
-
-@dataclass(frozen=True)
-class GoldOffset:
-    """One translated offset from gold (``latest_offsets`` or ``offset_history`` as of a time).
-
-    ``source_timestamp`` identifies the translation (when this offset was first observed);
-    ``observed_at`` is the latest evidence that it still holds (gold ``last_observed_at``). An idle
-    group keeps an old source_timestamp while its translation is re-observed, so age is measured
-    from ``observed_at`` when gold has it.
-    """
-
-    source_cluster: str
-    consumer_group: str
-    topic: str
-    partition: int
-    downstream_offset: int
-    source_timestamp: datetime
-    method: str = ""
-    observed_at: datetime | None = None
-    metadata: str = ""
-    """The source group's own commit metadata (from its checkpoint or snapshot): what apply commits."""
-    upstream_offset: int | None = None
-    """The source group's committed offset the translation is based on (precedence compares it)."""
-    from_tail: bool = False
-    """Read from the target by the run itself, beyond gold: the checkpoint tail
-    (offsetlake.apply.tail_merge) or the K2K search (offsetlake.apply.k2k_search); the pipeline
-    records it in history at its next update."""
-
-    @property
-    def key(self) -> GroupPartition:
-        return (self.consumer_group, self.topic, self.partition)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from typing import Any, Final
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from offsetlake.apply import audit, gold
+from offsetlake.apply import audit
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
 from offsetlake.apply.k2k_search import K2KTracing, SearchedNow, merge_searched, search_newest_snapshots
@@ -54,7 +54,6 @@ from offsetlake.apply.planner import (
     K2K_GUARD_PREFIX,
     Action,
     ActiveGroupPolicy,
-    GoldOffset,
     Guards,
     MultipleTargetsPolicy,
     PlanRow,
@@ -83,6 +82,8 @@ from offsetlake.apply.store import GoldStore
 from offsetlake.apply.tail_gaps import unread_sources
 from offsetlake.apply.tail_merge import TailMerge, merge_tail
 from offsetlake.apply.target_state import read_target_state
+from offsetlake.contract.gold import ClusterHealth, GoldOffset, GoldTableError, GroupDataLoss, table_name
+from offsetlake.contract.tables import LATEST_OFFSETS
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, OffsetlakeError
 from offsetlake.kafka import clients
@@ -99,7 +100,6 @@ from offsetlake.kafka.secrets import (
 from offsetlake.kafka.tracing_reader import SearchLimits
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
-from offsetlake.pipeline.tables import LATEST_OFFSETS
 from offsetlake.run_ids import new_run_id
 
 TAIL_NOTES: Final = {
@@ -203,7 +203,7 @@ class ApplyResult:
     gold_rows: int = 0
     """Translations read from gold, before the selection's regexes (the literal names it gives are
     read alone); 0 only when gold holds none: the pipeline has translated nothing yet."""
-    health: tuple[gold.ClusterHealth, ...] = ()
+    health: tuple[ClusterHealth, ...] = ()
     plan: tuple[PlanRow, ...] = ()
     results: tuple[PartitionResult, ...] = ()
     refusing_groups: tuple[str, ...] = ()
@@ -213,7 +213,7 @@ class ApplyResult:
     """What the checkpoint tail added to gold (``request.checkpoint_tail``)."""
     k2k_search: SearchedNow | None = None
     """What the K2K search added to gold (``request.k2k_tracing``)."""
-    data_loss: tuple[gold.GroupDataLoss, ...] = ()
+    data_loss: tuple[GroupDataLoss, ...] = ()
     """What failing over now would cost each selected group (not for --as-of restores)."""
     reasons: tuple[Problem, ...] = ()
     """Why the status is what it is, typed (offsetlake.apply.reasons); empty when all went well."""
@@ -458,8 +458,8 @@ def _refuse_truncated_gold(run: _Run, offsets: Sequence[GoldOffset]) -> None:
         return
     ingested = run.store.checkpoint_positions()
     if ingested:
-        raise gold.GoldTableError(
-            f"gold table {gold.table_name(LATEST_OFFSETS.name, run.schema, request.catalog)} is empty "
+        raise GoldTableError(
+            f"gold table {table_name(LATEST_OFFSETS.name, run.schema, request.catalog)} is empty "
             f"while bronze_checkpoints holds the checkpoint records of {len(ingested)} checkpoint "
             "topic-partition(s): a pipeline update emptied gold and did not rebuild it; run `offsetlake "
             "pipeline run` to rebuild it, or pass --tail-only to plan from the target's checkpoint "

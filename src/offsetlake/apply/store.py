@@ -24,10 +24,9 @@ from offsetlake.mirror.precedence import METHODS
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from offsetlake.apply.audit import LastApplied
-    from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
     from offsetlake.apply.gold_rows import SyncHistories
-    from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
+    from offsetlake.apply.planner import GroupPartition, Selection
+    from offsetlake.contract.gold import ClusterHealth, GoldOffset, GroupDataLoss, LastApplied
     from offsetlake.kafka.group_offsets import GroupOffset
 
 CheckpointPositions = dict[tuple[str, int], int]

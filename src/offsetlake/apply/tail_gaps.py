@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from offsetlake.apply.planner import GoldOffset
 from offsetlake.apply.tail_merge import TailMerge
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.mirror.policy import ReplicationPolicy
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from offsetlake.apply.planner import GoldOffset
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.kafka.checkpoint_tail import TailRecord, UnreadablePartition
 from offsetlake.mirror.precedence import Candidate, choose
 

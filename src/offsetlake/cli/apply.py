@@ -41,13 +41,7 @@ from offsetlake.cli.options import (
     parse_regex,
     positive_int,
 )
-from offsetlake.durations import format_duration
-from offsetlake.errors import InvalidValueError
-from offsetlake.k2k.tracing import TracingHeaderNames
-from offsetlake.local.home import LocalHome
-from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.mirror.precedence import METHODS
-from offsetlake.pipeline.settings import (
+from offsetlake.contract.settings import (
     ALL_KEYS,
     K2K_TRACING_HEADERS,
     K2K_TRACING_TOPICS,
@@ -56,6 +50,12 @@ from offsetlake.pipeline.settings import (
     TARGET_ALIAS,
     parse_tracing_routes,
 )
+from offsetlake.durations import format_duration
+from offsetlake.errors import InvalidValueError
+from offsetlake.k2k.tracing import TracingHeaderNames
+from offsetlake.local.home import LocalHome
+from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.mirror.precedence import METHODS
 from offsetlake.runtime import on_databricks
 
 

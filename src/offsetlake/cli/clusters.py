@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import UsageError
 from offsetlake.kafka.secrets import (
     BOOTSTRAP_OPTION,
@@ -26,7 +27,6 @@ from offsetlake.kafka.secrets import (
 )
 from offsetlake.local.clusters import read_local_clusters
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake.runtime import on_databricks
 
 

@@ -13,6 +13,7 @@ from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
 from offsetlake.cli.pipeline import add_set_option, settings_from_args
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.failover.run import (
     DEFAULT_PROBE_TIMEOUT_S,
     DEFAULT_REFRESH_TIMEOUT_S,
@@ -24,7 +25,6 @@ from offsetlake.failover.run import (
 from offsetlake.kafka.secrets import target_client_config
 from offsetlake.local.home import LocalHome
 from offsetlake.local.run_progress import is_progress
-from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake.runtime import on_databricks
 
 

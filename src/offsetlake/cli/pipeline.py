@@ -13,13 +13,13 @@ from offsetlake.cli import render
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_duration
+from offsetlake.contract.settings import ALL_KEYS, PipelineSettings
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.local.connect_server import WarmServer
 from offsetlake.local.home import local_home
 from offsetlake.local.locks import HomeInUseError, SyncLoop, sync_loop
 from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
-from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings
 
 _POLL_S = 0.2
 """How often the sync loop looks for a stand-aside request between updates."""

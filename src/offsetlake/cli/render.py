@@ -15,12 +15,12 @@ from typing import Final
 from tabulate import tabulate
 
 from offsetlake.apply.executor import Outcome, PartitionResult
-from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
 from offsetlake.apply.phases import PhaseTimes
 from offsetlake.apply.placement import METHOD as PLACEMENT_METHOD
 from offsetlake.apply.planner import Action, PlanRow, Untranslated
 from offsetlake.apply.reasons import Flag
 from offsetlake.apply.run import ApplyResult, ApplyStatus
+from offsetlake.contract.gold import ClusterHealth, GroupDataLoss
 from offsetlake.durations import format_duration
 from offsetlake.failover.run import ClusterCheck, FailoverResult
 from offsetlake.local.pipeline_run import PipelineRunResult

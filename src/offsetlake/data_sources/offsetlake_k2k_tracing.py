@@ -25,17 +25,10 @@ from typing import Final
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import (
-    BooleanType,
-    DataType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
     StructType,
-    TimestampType,
 )
 
+from offsetlake.contract.tables import K2K_TRACING_LOOKUPS
 from offsetlake.data_sources.offsetlake_group_offsets import (
     GroupOffsetsBatchReader,
     GroupOffsetsStreamReader,
@@ -49,32 +42,10 @@ from offsetlake.kafka.client_config import kafka_options_to_librdkafka
 from offsetlake.kafka.group_offsets import snapshot_group_offsets
 from offsetlake.kafka.offset_ranges import OffsetOptionError
 from offsetlake.kafka.tracing_reader import SearchLimits, TracingLookup, look_up_snapshot
-from offsetlake.pipeline.tables import K2K_TRACING_LOOKUPS
 
 K2K_TRACING_SOURCE_NAME: Final = "offsetlake_k2k_tracing"
-_SPARK_TYPES: Final[Mapping[str, DataType]] = {
-    "STRING": StringType(),
-    "INT": IntegerType(),
-    "BIGINT": LongType(),
-    "BOOLEAN": BooleanType(),
-    "DOUBLE": DoubleType(),
-    "TIMESTAMP": TimestampType(),
-}
-_ARROW_TYPES: Final[Mapping[str, pa.DataType]] = {
-    "STRING": pa.string(),
-    "INT": pa.int32(),
-    "BIGINT": pa.int64(),
-    "BOOLEAN": pa.bool_(),
-    "DOUBLE": pa.float64(),
-    "TIMESTAMP": pa.timestamp("us", tz="UTC"),
-}
-LOOKUPS_SCHEMA: Final = StructType(
-    [StructField(name, _SPARK_TYPES[kind]) for name, kind, _ in K2K_TRACING_LOOKUPS.columns]
-)
+LOOKUPS_ARROW_SCHEMA: Final = K2K_TRACING_LOOKUPS.arrow_schema
 """k2k_tracing_lookups' columns: the source's rows are the table's rows."""
-LOOKUPS_ARROW_SCHEMA: Final = pa.schema(
-    [pa.field(name, _ARROW_TYPES[kind]) for name, kind, _ in K2K_TRACING_LOOKUPS.columns]
-)
 
 
 @dataclass(frozen=True)
@@ -170,8 +141,9 @@ class TracingDataSource(DataSource):
     def name(cls) -> str:
         return K2K_TRACING_SOURCE_NAME
 
-    def schema(self) -> StructType:
-        return LOOKUPS_SCHEMA
+    def schema(self) -> str:
+        """k2k_tracing_lookups' columns in DDL (the spec's; Spark parses it)."""
+        return K2K_TRACING_LOOKUPS.spark_schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return GroupOffsetsBatchReader(TracingSnapshotOptions.parse(self.options))

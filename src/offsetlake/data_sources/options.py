@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from offsetlake.contract.settings import DEFAULT_CLUSTER_TIMEOUT_MS
 from offsetlake.kafka.offset_ranges import OffsetOptionError
 
-DEFAULT_TIMEOUT_MS: Final = 30_000
-"""How long one cluster may take to answer a request before it counts as unreachable."""
+DEFAULT_TIMEOUT_MS: Final = DEFAULT_CLUSTER_TIMEOUT_MS
+"""How long one cluster may take to answer a request before it counts as unreachable: the
+pipeline's ``offsetlake.cluster.timeout.ms`` default, one number."""
 TIMEOUT_OPTION: Final = "timeoutMs"
 TARGET_OPTION_PREFIX: Final = "target."
 """Prefix of the target cluster's client options for a source that also reads the target

@@ -32,14 +32,14 @@ from typing import Any, Final, Protocol
 
 from confluent_kafka.admin import OffsetSpec
 
-from offsetlake.apply.audit import Direction, LastApplied
-from offsetlake.apply.gold import ClusterHealth, GroupDataLoss
+from offsetlake.apply.audit import Direction
 from offsetlake.apply.gold_rows import SyncHistories
 from offsetlake.apply.k2k_search import K2KTracing
-from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection, Untranslated
+from offsetlake.apply.planner import GroupPartition, Selection, Untranslated
 from offsetlake.apply.run import ApplyRequest, ApplyResult, ApplyStatus, run_apply
 from offsetlake.apply.store import CheckpointPositions, GoldStore
 from offsetlake.apply.tail_merge import merge_tail
+from offsetlake.contract.gold import ClusterHealth, GoldOffset, GroupDataLoss, LastApplied
 from offsetlake.k2k.reverse_tracing import ReverseTraced
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.kafka import admin as kafka_admin

@@ -3,7 +3,7 @@
 Every cluster is asked for its metadata first, all at once and bounded (``probe_timeout_s``), so
 the report says what is reachable *now*. A refresh runs only when it can add something: with every
 cluster answering, an update of the datasets ``latest_offsets`` is computed from
-(pipeline/refresh_selection.py) adds the offset-sync and mapping translations of the newest group
+(contract/refresh_selection.py) adds the offset-sync and mapping translations of the newest group
 snapshots. With a source down it could add only the target's newest checkpoints, and the apply
 reads those itself (``ApplyRequest.checkpoint_tail``) without a JVM, so no refresh is started:
 measured, that is most of a failover's time, and the part a busy machine breaks. Then ``apply``
@@ -26,13 +26,13 @@ from pathlib import Path
 from offsetlake.apply.phases import PhaseClock, PhaseTimes
 from offsetlake.apply.run import ApplyRequest, ApplyResult, run_apply
 from offsetlake.apply.store import GoldStore
+from offsetlake.contract.refresh_selection import failover_refresh
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.kafka.admin import ClusterProbe, probe_cluster
 from offsetlake.kafka.secrets import SecretsProvider
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import DEFAULT_STAND_ASIDE_WAIT_S, stand_aside_request
 from offsetlake.local.pipeline_run import PipelineRunResult, existing_tables, run_pipeline
-from offsetlake.pipeline.refresh_selection import failover_refresh
-from offsetlake.pipeline.settings import PipelineSettings
 
 DEFAULT_REFRESH_TIMEOUT_S = 300.0
 DEFAULT_PROBE_TIMEOUT_S = 10.0
@@ -116,7 +116,7 @@ def run_failover(
         refresh = None
         if skipped is None and request.settings is not None:
             with clock.phase("refresh"):
-                # A selection only on a home that has every table (pipeline/refresh_selection.py).
+                # A selection only on a home that has every table (contract/refresh_selection.py).
                 scope = failover_refresh(request.settings, existing_tables(request.home.root))
                 refresh = run_pipeline(
                     request.settings,

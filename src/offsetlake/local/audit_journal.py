@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from offsetlake.apply import audit
 from offsetlake.apply.audit import AUDIT_COLUMNS
+from offsetlake.contract.tables import arrow_type
 from offsetlake.errors import ExternalError
 from offsetlake.local.home import LocalHome
 
@@ -36,15 +37,9 @@ if TYPE_CHECKING:
 
 BATCH_ID: Final = ("run_id", "stage")
 """What names one journal file's batch; a fold appends a batch whole or not at all."""
-_ARROW_TYPES: Final = {
-    "STRING": pa.string(),
-    "INT": pa.int32(),
-    "BIGINT": pa.int64(),
-    "BOOLEAN": pa.bool_(),
-    "TIMESTAMP": pa.timestamp("us", tz="UTC"),
-}
-AUDIT_SCHEMA: Final = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in AUDIT_COLUMNS])
-"""apply_audit's columns as Arrow types (what a journal file holds): audit.AUDIT_COLUMNS."""
+AUDIT_SCHEMA: Final = pa.schema([(name, arrow_type(kind)) for name, kind in AUDIT_COLUMNS])
+"""apply_audit's columns as Arrow types (what a journal file holds): audit.AUDIT_COLUMNS, by the
+contract's one type map."""
 
 
 class AuditNotFoldedError(ExternalError):

@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from offsetlake.contract.settings import PipelineSettings
+from offsetlake.contract.tables import BRONZE_CHECKPOINTS, BRONZE_OFFSET_SYNCS
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError
 from offsetlake.kafka.offset_ranges import PartitionKey, Subscription, from_stream_offset
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
 from offsetlake.mirror.positions import LogBounds
-from offsetlake.pipeline.settings import PipelineSettings
-from offsetlake.pipeline.tables import BRONZE_CHECKPOINTS, BRONZE_OFFSET_SYNCS
 
 _LOG = logging.getLogger(__name__)
 ESTIMATE_TIMEOUT_S: Final = 5.0

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import UsageError
 from offsetlake.local.home import LocalHome, local_home
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.settings import PipelineSettings
 
 SOURCE: Final = "source"
 TARGET: Final = "target"

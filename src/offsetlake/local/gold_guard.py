@@ -28,10 +28,10 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Final
 
+from offsetlake.contract.tables import ALL_TABLES
 from offsetlake.errors import ExternalError
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, RunLockHold, check_home_free
-from offsetlake.pipeline.tables import ALL_TABLES
 
 # Every materialized view: the local engine empties one when an update fails or is interrupted.
 GUARDED_TABLES: Final[tuple[str, ...]] = tuple(

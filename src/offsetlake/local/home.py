@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from offsetlake.pipeline.tables import DEFAULT_SCHEMA
+from offsetlake.contract.tables import DEFAULT_SCHEMA
 
 HOME_ENV: Final = "OFFSETLAKE_HOME"
 LOCAL_SCHEMA: Final = DEFAULT_SCHEMA

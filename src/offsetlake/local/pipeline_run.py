@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import kafka_options_from_properties, target_client_config
 from offsetlake.local.backlog import target_backlog
@@ -37,7 +38,6 @@ from offsetlake.local.processes import DEFAULT_GRACE_S, interruptible, run_group
 from offsetlake.local.run_log import FlowOutcome, RunLog, is_event, judge
 from offsetlake.local.run_progress import RunProgress
 from offsetlake.local.spark import jvm_start_conf
-from offsetlake.pipeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -19,12 +19,12 @@ from typing import Final
 
 import yaml
 
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import PROPERTIES_ENV
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
 from offsetlake.local.worker_python import worker_python
 from offsetlake.pipeline.generated_code import INTERPRETED
-from offsetlake.pipeline.settings import PipelineSettings
 
 TRANSFORMATIONS_DIR: Final = Path(__file__).resolve().parents[1] / "pipeline" / "transformations"
 SDP_LAUNCHER: Final = Path(__file__).resolve().parent / "sdp_launcher.py"

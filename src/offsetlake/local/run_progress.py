@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 
+from offsetlake.contract.tables import ALL_TABLES, TableSpec
 from offsetlake.local.run_log import parse_flow_event
-from offsetlake.pipeline.tables import ALL_TABLES, TableSpec
 
 PROGRESS_PREFIX: Final = "progress: "
 _ENDED: Final = frozenset({"COMPLETED", "FAILED"})

@@ -50,20 +50,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsetlake.apply import audit
-from offsetlake.apply.audit import AUDIT_TABLE, COMMITTING_MODES, LastApplied, Stage
-from offsetlake.apply.gold import (
-    MAPPING_CONFLICT_COLUMNS,
-    UPSTREAM,
-    ClusterHealth,
-    GoldTableError,
-    GroupDataLoss,
-    mapping_conflicts_by_key,
-    selection_bounds,
-    table_name,
-)
+from offsetlake.apply.audit import AUDIT_TABLE, COMMITTING_MODES, Stage
+from offsetlake.apply.gold import selection_bounds
 from offsetlake.apply.gold_rows import (
     DATA_LOSS_COLUMNS,
     GROUP_SNAPSHOT_COLUMNS,
+    MAPPING_CONFLICT_COLUMNS,
     OFFSET_SYNC_COLUMNS,
     UTC_MICROS,
     SyncHistories,
@@ -72,16 +64,20 @@ from offsetlake.apply.gold_rows import (
     datetimes,
     gold_offsets,
     group_snapshots,
+    mapping_conflicts_by_key,
     sync_histories,
 )
-from offsetlake.apply.planner import GoldOffset, GroupPartition, Selection
-from offsetlake.kafka.group_offsets import GroupOffset
-from offsetlake.local.audit_journal import AUDIT_SCHEMA, journal_files, write_journal
-from offsetlake.local.gold_guard import hold_whole_gold
-from offsetlake.local.home import LOCAL_SCHEMA, LocalHome, schema_dir_in
-from offsetlake.local.locks import RunLockHold
-from offsetlake.mirror.precedence import METHODS
-from offsetlake.pipeline.tables import (
+from offsetlake.apply.planner import GroupPartition, Selection
+from offsetlake.contract.gold import (
+    UPSTREAM,
+    ClusterHealth,
+    GoldOffset,
+    GoldTableError,
+    GroupDataLoss,
+    LastApplied,
+    table_name,
+)
+from offsetlake.contract.tables import (
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
@@ -92,6 +88,12 @@ from offsetlake.pipeline.tables import (
     OFFSET_HISTORY,
     SILVER_OFFSET_SYNCS,
 )
+from offsetlake.kafka.group_offsets import GroupOffset
+from offsetlake.local.audit_journal import AUDIT_SCHEMA, journal_files, write_journal
+from offsetlake.local.gold_guard import hold_whole_gold
+from offsetlake.local.home import LOCAL_SCHEMA, LocalHome, schema_dir_in
+from offsetlake.local.locks import RunLockHold
+from offsetlake.mirror.precedence import METHODS
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds

@@ -2,7 +2,7 @@
 
 One row per planned key (tombstones), per source partition (Connect REST API) and per partition
 of a truncated offset-syncs topic: what was found, what was (or would be) done, and whether it
-verified. Named with catalog and schema as ``apply_audit`` is (``offsetlake.apply.gold.table_name``).
+verified. Named with catalog and schema as ``apply_audit`` is (``offsetlake.contract.gold.table_name``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
-from offsetlake.apply.gold import table_name
+from offsetlake.contract.gold import table_name
+from offsetlake.contract.tables import TableSpec
 from offsetlake.mm2_reset.plan import TRUNCATION_ACTION, ResetAction, ResetRow, RestResetRow, Truncation
-from offsetlake.pipeline.tables import TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     SILVER_CHECKPOINTS,
     SILVER_CONNECT_OFFSETS,
     SILVER_GROUP_OFFSETS,

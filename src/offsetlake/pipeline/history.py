@@ -50,15 +50,15 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
-from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.precedence_spark import choose_translation
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     GROUP_PARTITION_KEY,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
     OFFSET_VERSIONS_AUTO_CDC,
 )
+from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.pipeline.frames import add_columns
+from offsetlake.pipeline.precedence_spark import choose_translation
 from offsetlake.pipeline.translation_spark import (
     MAPPING_ORDER,
     downstream_topic,

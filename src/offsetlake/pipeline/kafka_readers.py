@@ -21,10 +21,10 @@ from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.settings import TARGET_BOOTSTRAP, PipelineSettings
 from offsetlake.data_sources.options import TARGET_OPTION_PREFIX
 from offsetlake.k2k.routing import TracingRoute
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.pipeline.settings import TARGET_BOOTSTRAP, PipelineSettings
 
 ClusterRole = Literal["source", "target"]
 

@@ -43,11 +43,11 @@ from types import ModuleType
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
+from offsetlake.contract.settings import PipelineSettings
+from offsetlake.contract.tables import TableSpec
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.kafka_readers import pipeline_settings, register_offsetlake_sources
-from offsetlake.pipeline.settings import PipelineSettings
-from offsetlake.pipeline.tables import TableSpec
 
 
 def bronze_session() -> tuple[SparkSession, PipelineSettings]:

@@ -15,8 +15,8 @@ from typing import Final
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as sf
 
+from offsetlake.contract.tables import GROUP_PARTITION_KEY, LATEST_GROUP_OFFSETS
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.tables import GROUP_PARTITION_KEY, LATEST_GROUP_OFFSETS
 
 SEQUENCE: Final = "snapshot_time"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from offsetlake.pipeline.tables import GROUP_PARTITION_KEY
+from offsetlake.contract.tables import GROUP_PARTITION_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -22,15 +22,15 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
-from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.mirror.progress import INT64_MAX, ReplicationStatus
-from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     FAILOVER_DATA_LOSS,
     GROUP_PARTITION_KEY,
     PARTITION_KEY,
     REPLICATION_PROGRESS_HISTORY,
 )
+from offsetlake.mirror.policy import ReplicationPolicy
+from offsetlake.mirror.progress import INT64_MAX, ReplicationStatus
+from offsetlake.pipeline.frames import add_columns
 from offsetlake.pipeline.translation_spark import downstream_topic
 
 CONNECT: Final = "connect_offset"

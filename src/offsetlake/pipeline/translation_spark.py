@@ -23,9 +23,9 @@ from typing import Final
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
+from offsetlake.contract.tables import PARTITION_KEY
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.tables import PARTITION_KEY
 
 
 def sync_intervals(offset_syncs: DataFrame, sync_write_order: str = "sync_order") -> DataFrame:

@@ -18,12 +18,7 @@ from typing import Final
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from offsetlake.pipeline.decoding.connect_spark import decode_connect_offsets
-from offsetlake.pipeline.decoding.mappings_spark import MAPPING_DECODERS
-from offsetlake.pipeline.decoding.mm2_spark import decode_checkpoints, decode_offset_syncs
-from offsetlake.pipeline.decoding.wire_spark import DECODE_ERROR
-from offsetlake.pipeline.frames import add_columns
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     BRONZE_CHECKPOINTS,
     BRONZE_CONNECT_OFFSETS,
     BRONZE_MAPPINGS,
@@ -38,6 +33,11 @@ from offsetlake.pipeline.tables import (
     SILVER_OFFSET_SYNCS,
     TableSpec,
 )
+from offsetlake.pipeline.decoding.connect_spark import decode_connect_offsets
+from offsetlake.pipeline.decoding.mappings_spark import MAPPING_DECODERS
+from offsetlake.pipeline.decoding.mm2_spark import decode_checkpoints, decode_offset_syncs
+from offsetlake.pipeline.decoding.wire_spark import DECODE_ERROR
+from offsetlake.pipeline.frames import add_columns
 
 _RAW_NAMES: Final = {"topic": "topic_raw", "partition": "partition_raw"}
 """Bronze's topic/partition renamed, freeing the names for the decoded fields."""

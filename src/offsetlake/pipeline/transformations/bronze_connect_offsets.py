@@ -6,9 +6,9 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame
 
+from offsetlake.contract.tables import BRONZE_CONNECT_OFFSETS
 from offsetlake.pipeline.kafka_readers import kafka_stream
 from offsetlake.pipeline.landing import bronze_session, bronze_table, landed
-from offsetlake.pipeline.tables import BRONZE_CONNECT_OFFSETS
 
 spark, settings = bronze_session()
 

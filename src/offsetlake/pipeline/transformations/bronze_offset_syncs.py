@@ -7,6 +7,7 @@ from pyspark import pipelines as dp
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
+from offsetlake.contract.tables import BRONZE_OFFSET_SYNCS
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.pipeline.kafka_readers import kafka_stream
 from offsetlake.pipeline.landing import (
@@ -16,7 +17,6 @@ from offsetlake.pipeline.landing import (
     landed,
     per_source_cluster,
 )
-from offsetlake.pipeline.tables import BRONZE_OFFSET_SYNCS
 
 spark, settings = bronze_session()
 policy = settings.policy

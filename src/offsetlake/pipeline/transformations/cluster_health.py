@@ -6,9 +6,9 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame
 
+from offsetlake.contract.tables import CLUSTER_HEALTH
 from offsetlake.pipeline.kafka_readers import cluster_health_stream
 from offsetlake.pipeline.landing import bronze_session, bronze_table, union
-from offsetlake.pipeline.tables import CLUSTER_HEALTH
 
 spark, settings = bronze_session()
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import FAILOVER_DATA_LOSS, LATEST_GROUP_OFFSETS, SOURCE_LOG_OFFSETS
 from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.progress_spark import (
     failover_data_loss,
     latest_progress,
     replication_progress_history,
 )
-from offsetlake.pipeline.tables import FAILOVER_DATA_LOSS, LATEST_GROUP_OFFSETS, SOURCE_LOG_OFFSETS
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

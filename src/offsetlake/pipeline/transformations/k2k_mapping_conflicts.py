@@ -7,9 +7,9 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import K2K_MAPPING_CONFLICTS, LATEST_GROUP_OFFSETS, SILVER_MAPPINGS
 from offsetlake.pipeline.history import mapping_conflicts
 from offsetlake.pipeline.kafka_readers import pipeline_settings
-from offsetlake.pipeline.tables import K2K_MAPPING_CONFLICTS, LATEST_GROUP_OFFSETS, SILVER_MAPPINGS
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pyspark import pipelines as dp
 
+from offsetlake.contract.tables import K2K_TRACING_LOOKUPS
 from offsetlake.pipeline.kafka_readers import k2k_tracing_stream
 from offsetlake.pipeline.landing import bronze_session, per_source_cluster
-from offsetlake.pipeline.tables import K2K_TRACING_LOOKUPS
 
 spark, settings = bronze_session()
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import LATEST_GROUP_OFFSETS, SILVER_GROUP_OFFSETS
 from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.latest_group_offsets import latest_group_offsets, latest_group_offsets_by_auto_cdc
-from offsetlake.pipeline.tables import LATEST_GROUP_OFFSETS, SILVER_GROUP_OFFSETS
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import LATEST_OFFSETS, OFFSET_VERSIONS
 from offsetlake.pipeline.generated_code import every_record_conf
 from offsetlake.pipeline.history import latest_offsets
 from offsetlake.pipeline.kafka_readers import pipeline_settings
-from offsetlake.pipeline.tables import LATEST_OFFSETS, OFFSET_VERSIONS
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import OFFSET_HISTORY, OFFSET_VERSIONS
 from offsetlake.pipeline.generated_code import every_record_conf
 from offsetlake.pipeline.history import offset_history
 from offsetlake.pipeline.kafka_readers import pipeline_settings
-from offsetlake.pipeline.tables import OFFSET_HISTORY, OFFSET_VERSIONS
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

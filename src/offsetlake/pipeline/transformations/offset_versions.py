@@ -12,10 +12,10 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import OFFSET_VERSIONS, TRANSLATION_OBSERVATIONS
 from offsetlake.pipeline.generated_code import every_record_conf
 from offsetlake.pipeline.history import offset_versions, versions_by_auto_cdc
 from offsetlake.pipeline.kafka_readers import pipeline_settings
-from offsetlake.pipeline.tables import OFFSET_VERSIONS, TRANSLATION_OBSERVATIONS
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

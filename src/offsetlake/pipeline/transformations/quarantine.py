@@ -13,11 +13,11 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import QUARANTINE
 from offsetlake.pipeline.decoding import inputs
 from offsetlake.pipeline.decoding.inputs import DecodedInput, quarantine_rows
 from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.landing import union
-from offsetlake.pipeline.tables import QUARANTINE
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import SILVER_CONNECT_OFFSETS, SILVER_OFFSET_SYNCS
 from offsetlake.pipeline.kafka_readers import pipeline_settings
 from offsetlake.pipeline.progress_spark import position_observations
-from offsetlake.pipeline.tables import SILVER_CONNECT_OFFSETS, SILVER_OFFSET_SYNCS
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
+from offsetlake.contract.tables import REPLICATION_PROGRESS, SOURCE_LOG_OFFSETS
 from offsetlake.pipeline.progress_spark import latest_progress, replication_progress_history
-from offsetlake.pipeline.tables import REPLICATION_PROGRESS, SOURCE_LOG_OFFSETS
 
 spark = SparkSession.builder.getOrCreate()
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import functions as sf
 
+from offsetlake.contract.tables import SOURCE_LOG_OFFSETS
 from offsetlake.pipeline.kafka_readers import log_offsets_stream
 from offsetlake.pipeline.landing import bronze_session, landed, per_source_cluster
-from offsetlake.pipeline.tables import SOURCE_LOG_OFFSETS
 
 spark, settings = bronze_session()
 

@@ -15,14 +15,7 @@ from __future__ import annotations
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 
-from offsetlake.pipeline.history import (
-    checkpoint_observations,
-    mapping_observations,
-    offset_sync_observations,
-    tracing_observations,
-)
-from offsetlake.pipeline.kafka_readers import pipeline_settings
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.tables import (
     K2K_TRACING_LOOKUPS,
     SILVER_CHECKPOINTS,
     SILVER_GROUP_OFFSETS,
@@ -30,6 +23,13 @@ from offsetlake.pipeline.tables import (
     SILVER_OFFSET_SYNCS,
     TRANSLATION_OBSERVATIONS,
 )
+from offsetlake.pipeline.history import (
+    checkpoint_observations,
+    mapping_observations,
+    offset_sync_observations,
+    tracing_observations,
+)
+from offsetlake.pipeline.kafka_readers import pipeline_settings
 
 spark = SparkSession.builder.getOrCreate()
 settings = pipeline_settings(spark)

@@ -14,7 +14,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 from typing import Any, Final, Literal
 
-from offsetlake.data_sources.options import DEFAULT_TIMEOUT_MS
+from offsetlake.contract.tables import APPLY_CLUSTER_KEY
 from offsetlake.errors import InvalidValueError
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute, shared_target
 from offsetlake.k2k.tracing import TracingHeaderNames
@@ -22,7 +22,6 @@ from offsetlake.mirror.clusters import ClusterEndpoint, parse_endpoint
 from offsetlake.mirror.filters import DEFAULT_GROUPS_EXCLUDE, DEFAULT_GROUPS_INCLUDE, DEFAULT_TOPICS_INCLUDE
 from offsetlake.mirror.policy import DEFAULT_TOPICS_EXCLUDE, POLICY_KINDS, ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS, parse_method_precedence
-from offsetlake.pipeline.tables import APPLY_CLUSTER_KEY
 
 TARGET_BOOTSTRAP: Final = "offsetlake.target.bootstrap.servers"
 TARGET_ALIAS: Final = "offsetlake.target.alias"
@@ -52,8 +51,9 @@ DEFAULT_CONNECT_OFFSETS_TOPICS: Final = r"mm2-offsets\..+\.internal|connect-offs
 """Kafka Connect offset topics on the target: dedicated MM2's ``mm2-offsets.<source>.internal``
 (``MirrorMakerConfig.workerConfig``) and ``connect-offsets``, the name Kafka's
 ``connect-distributed.properties`` gives a Connect cluster's ``offset.storage.topic``."""
-DEFAULT_CLUSTER_TIMEOUT_MS: Final = DEFAULT_TIMEOUT_MS
-"""How long one cluster may take to answer before it counts as unreachable for this update."""
+DEFAULT_CLUSTER_TIMEOUT_MS: Final = 30_000
+"""How long one cluster may take to answer before it counts as unreachable for this update; also
+every data source's ``timeoutMs`` default (data_sources/options.py)."""
 DEFAULT_MAPPINGS_TOPIC: Final = "__k2k_offset_mappings"
 """K2K's documented default ``offsetMapping.topic`` (Lenses K2K offset-mapping configuration)."""
 SUPPORTED_MAPPING_FORMATS: Final[tuple[str, ...]] = ("k2k-json-v1",)

@@ -8,7 +8,10 @@ Gold columns are the contract in docs/architecture.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Kind = Literal["streaming_table", "materialized_view"]
 
@@ -24,7 +27,7 @@ class TableSpec:
     """(name, Spark SQL type, comment) in table order."""
     inputs: tuple[TableSpec, ...] = ()
     """Every pipeline table its query may read, directly or through a temporary view: the lineage
-    the failover's refresh follows (pipeline/refresh_selection.py). An input the settings leave out
+    the failover's refresh follows (contract/refresh_selection.py). An input the settings leave out
     of the graph is not read; tests/integration/test_pipeline_declarations.py holds this to the
     reads of the transformations."""
     kind: Kind = "streaming_table"
@@ -39,9 +42,60 @@ class TableSpec:
     def column_names(self) -> list[str]:
         return [name for name, _, _ in self.columns]
 
+    @property
+    def spark_schema(self) -> str:
+        """The columns as a Spark schema in DDL, without comments: what a data source's ``schema()``
+        and ``createDataFrame`` take (Spark parses it; the contract imports no PySpark)."""
+        return ", ".join(f"`{name}` {kind}" for name, kind, _ in self.columns)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The columns as Arrow types (:func:`arrow_type`): how the data sources hand rows to Spark
+        and how the local store and tests read and write the table's Parquet files."""
+        import pyarrow as pa
+
+        return pa.schema([(name, arrow_type(kind)) for name, kind, _ in self.columns])
+
 
 def _quote(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def arrow_type(kind: str) -> pa.DataType:
+    """A Spark SQL type of the specs (``BIGINT``, ``ARRAY<STRING>``, ``STRUCT<a: INT, ...>``) as its
+    Arrow type, the one map: TIMESTAMP is microseconds in UTC, as Spark hands it to Arrow."""
+    import pyarrow as pa
+
+    text = kind.strip()
+    upper = text.upper()
+    if upper.startswith("ARRAY<") and upper.endswith(">"):
+        return pa.list_(arrow_type(text[len("ARRAY<") : -1]))
+    if upper.startswith("STRUCT<") and upper.endswith(">"):
+        fields = [field.split(":", 1) for field in _top_level(text[len("STRUCT<") : -1])]
+        return pa.struct([(name.strip(), arrow_type(inner)) for name, inner in fields])
+    scalars = {
+        "STRING": pa.string(),
+        "INT": pa.int32(),
+        "BIGINT": pa.int64(),
+        "BOOLEAN": pa.bool_(),
+        "DOUBLE": pa.float64(),
+        "BINARY": pa.binary(),
+        "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+    }
+    if upper not in scalars:
+        raise ValueError(f"no Arrow type for Spark SQL type {kind!r}")
+    return scalars[upper]
+
+
+def _top_level(fields: str) -> list[str]:
+    """``fields`` split at the commas outside any ``<...>``."""
+    parts, depth, start = [], 0, 0
+    for at, char in enumerate(fields):
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(fields[start:at])
+            start = at + 1
+    return [*parts, fields[start:]]
 
 
 _KAFKA_RECORD: Final = (

@@ -6,7 +6,7 @@ refresh selection (``spark-pipelines run --refresh``, the Pipelines API's ``refr
 updates only the named datasets; replication progress, data loss, history and the Connect offsets
 follow at the next full update, each streaming table from where its checkpoint stopped.
 Temporary views are not datasets and are never named. The lineage is the inputs each table's spec
-declares (pipeline/tables.py), which tests/integration/test_pipeline_declarations.py holds to what
+declares (contract/tables.py), which tests/integration/test_pipeline_declarations.py holds to what
 the transformations read: a new input of ``latest_offsets`` joins the selection by itself, here and
 in the bundle's failover job (resources/offsetlake_failover_job.py).
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from offsetlake.pipeline.settings import PipelineSettings
-from offsetlake.pipeline.tables import (
+from offsetlake.contract.settings import PipelineSettings
+from offsetlake.contract.tables import (
     ALL_TABLES,
     BRONZE_CONNECT_OFFSETS,
     BRONZE_MAPPINGS,
