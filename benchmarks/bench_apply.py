@@ -44,7 +44,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsetlake.apply.executor import Outcome, execute_plan
-from offsetlake.apply.planner import Action, GoldOffset, Guards, build_plan
+from offsetlake.apply.plan_columns import build_plan
+from offsetlake.apply.planner import Action, GoldOffset, Guards
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.kafka import clients
 from offsetlake_dev.latency_proxy import DelayedBroker, delayed_broker

@@ -50,6 +50,7 @@ from offsetlake.apply.placement import (
     plan_untranslated,
     untranslated_partitions,
 )
+from offsetlake.apply.plan_columns import build_plan
 from offsetlake.apply.planner import (
     K2K_GUARD_PREFIX,
     Action,
@@ -61,7 +62,6 @@ from offsetlake.apply.planner import (
     Selection,
     TargetState,
     Untranslated,
-    build_plan,
     invalid_reason,
     refused_by_active_policy,
     select_offsets,
