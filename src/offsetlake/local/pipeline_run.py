@@ -176,23 +176,17 @@ def _check_server(server: WarmServer, home: LocalHome, kafka_properties: Path | 
         raise ConnectServerError("the warm local Spark Connect server is not running")
 
 
-def _run_update(
+def _update_env(
     settings: PipelineSettings,
     home: LocalHome,
-    *,
-    full_refresh: bool,
-    refresh: Sequence[str],
-    echo: Callable[[str], None] | None,
-    spark_conf: Mapping[str, str] | None,
-    timeout_s: float | None,
     kafka_properties: Path | None,
     server: WarmServer | None,
-    stop: threading.Event,
-) -> PipelineRunResult:
-    guard = GoldGuard(home.root)
-    recovered = guard.recover()
-    command = spark_pipelines_command(write_spec(home, settings, spark_conf), full_refresh, refresh)
-    log_path = home.last_run_log
+    echo: Callable[[str], None] | None,
+    *,
+    full_refresh: bool,
+) -> tuple[dict[str, str], float]:
+    """The environment spark-pipelines runs in, and the grace its JVM gets to exit: a local Spark
+    Connect server it starts (the JIT chosen for the backlog), or the warm ``server``'s."""
     grace_s = DEFAULT_GRACE_S
     if server is None:
         jit = _choose_jit(settings, home, kafka_properties, full_refresh=full_refresh)
@@ -213,6 +207,27 @@ def _run_update(
         }
     else:
         env = {**spark_env(home, kafka_properties), **server.client_env()}
+    return env, grace_s
+
+
+def _run_update(
+    settings: PipelineSettings,
+    home: LocalHome,
+    *,
+    full_refresh: bool,
+    refresh: Sequence[str],
+    echo: Callable[[str], None] | None,
+    spark_conf: Mapping[str, str] | None,
+    timeout_s: float | None,
+    kafka_properties: Path | None,
+    server: WarmServer | None,
+    stop: threading.Event,
+) -> PipelineRunResult:
+    guard = GoldGuard(home.root)
+    recovered = guard.recover()
+    command = spark_pipelines_command(write_spec(home, settings, spark_conf), full_refresh, refresh)
+    log_path = home.last_run_log
+    env, grace_s = _update_env(settings, home, kafka_properties, server, echo, full_refresh=full_refresh)
     log = RunLog()
     progress = RunProgress()
 
