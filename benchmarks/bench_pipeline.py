@@ -50,7 +50,7 @@ from _measure import PeakTreeMemory
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
 from offsetlake.local.clusters import local_pipeline_settings
 from offsetlake.local.home import HOME_ENV
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters

@@ -43,7 +43,7 @@ from types import FrameType
 from typing import Final
 
 from offsetlake.local.connect_server import WarmServer
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 from offsetlake.local.processes import descendants
 from offsetlake.pipeline.settings import PipelineSettings
 from offsetlake_dev import demo

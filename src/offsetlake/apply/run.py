@@ -83,6 +83,7 @@ from offsetlake.apply.store import GoldStore
 from offsetlake.apply.tail_gaps import unread_sources
 from offsetlake.apply.tail_merge import TailMerge, merge_tail
 from offsetlake.apply.target_state import read_target_state
+from offsetlake.audit_ids import new_run_id
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, OffsetlakeError
 from offsetlake.kafka import clients
@@ -100,7 +101,6 @@ from offsetlake.kafka.tracing_reader import SearchLimits
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
 from offsetlake.pipeline.tables import LATEST_OFFSETS
-from offsetlake.run_ids import new_run_id
 
 TAIL_NOTES: Final = {
     "checkpoint": "from a checkpoint newer than gold, read from the target; in history after the next update",

@@ -56,7 +56,7 @@ from offsetlake.pipeline.settings import (
     TARGET_ALIAS,
     parse_tracing_routes,
 )
-from offsetlake.runtime import on_databricks
+from offsetlake.sessions import on_databricks
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -18,7 +18,7 @@ from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.local.connect_server import WarmServer
 from offsetlake.local.home import local_home
 from offsetlake.local.locks import HomeInUseError, SyncLoop, sync_loop
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 from offsetlake.pipeline.settings import ALL_KEYS, PipelineSettings
 
 _POLL_S = 0.2

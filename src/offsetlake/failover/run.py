@@ -30,7 +30,7 @@ from offsetlake.kafka.admin import ClusterProbe, probe_cluster
 from offsetlake.kafka.secrets import SecretsProvider
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import DEFAULT_STAND_ASIDE_WAIT_S, stand_aside_request
-from offsetlake.local.pipeline_run import PipelineRunResult, existing_tables, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, existing_tables, run_pipeline
 from offsetlake.pipeline.refresh_selection import failover_refresh
 from offsetlake.pipeline.settings import PipelineSettings
 

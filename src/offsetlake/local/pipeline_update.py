@@ -2,7 +2,7 @@
 
 ``run_pipeline`` writes the home's spec (local/pipeline_spec.py), runs the ``spark-pipelines run``
 CLI, streams its output, and returns per-flow outcomes, timings and restarts judged from the
-progress events (local/run_log.py). The CLI starts its own local Spark Connect server, or uses a
+progress events (local/update_log.py). The CLI starts its own local Spark Connect server, or uses a
 WarmServer kept running between updates (local/connect_server.py, ``pipeline run --every``).
 Around it: one run at a time on a home (its run lock), gold no worse than before the update (the
 gold guard), and no process left behind whatever ends it.
@@ -34,9 +34,9 @@ from offsetlake.local.pipeline_spec import (
     write_spec,
 )
 from offsetlake.local.processes import DEFAULT_GRACE_S, interruptible, run_group
-from offsetlake.local.run_log import FlowOutcome, RunLog, is_event, judge
-from offsetlake.local.run_progress import RunProgress
 from offsetlake.local.spark import jvm_start_conf
+from offsetlake.local.update_log import FlowOutcome, UpdateLog, is_event, judge
+from offsetlake.local.update_progress import UpdateProgress
 from offsetlake.pipeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def run_pipeline(
     stop: threading.Event | None = None,
 ) -> PipelineRunResult:
     """Run one pipeline update; ``echo`` receives each progress event, and after each flow that
-    ends a ``progress: ...`` line (local/run_progress.py); the full log goes to a file.
+    ends a ``progress: ...`` line (local/update_progress.py); the full log goes to a file.
 
     ``refresh`` names the only datasets to update (``spark-pipelines run --refresh``); empty means
     every dataset. It cannot be combined with ``full_refresh``.
@@ -109,7 +109,7 @@ def run_pipeline(
     failed update stops that server before gold is settled: its flows may still be running.
 
     Setting ``stop`` (a signal handler may) ends the update as a failure, gold settled as above; so
-    does a flow failing on an error of the graph (``RunLog.graph_errors``).
+    does a flow failing on an error of the graph (``UpdateLog.graph_errors``).
     """
     layout = LocalHome.resolve(home)
     if server is not None:
@@ -228,8 +228,8 @@ def _run_update(
     command = spark_pipelines_command(write_spec(home, settings, spark_conf), full_refresh, refresh)
     log_path = home.last_run_log
     env, grace_s = _update_env(settings, home, kafka_properties, server, echo, full_refresh=full_refresh)
-    log = RunLog()
-    progress = RunProgress()
+    log = UpdateLog()
+    progress = UpdateProgress()
 
     def on_line(line: str) -> None:
         log_file.write(line)
