@@ -44,7 +44,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsetlake.apply.executor import Outcome, execute_plan
-from offsetlake.apply.planner import Action, Guards, build_plan
+from offsetlake.apply.plan_columns import build_plan
+from offsetlake.apply.planner import Action, Guards
 from offsetlake.apply.target_state import read_target_state
 from offsetlake.contract.gold import GoldOffset
 from offsetlake.kafka import clients

@@ -51,7 +51,7 @@ from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local.clusters import local_pipeline_settings
 from offsetlake.local.home import HOME_ENV
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
 

@@ -44,7 +44,7 @@ from typing import Final
 
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local.connect_server import WarmServer
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 from offsetlake.local.processes import descendants
 from offsetlake_dev import demo
 from offsetlake_dev.local_cluster import running_clusters

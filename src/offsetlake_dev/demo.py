@@ -53,9 +53,9 @@ from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.kafka import admin as kafka_admin
 from offsetlake.local.audit_journal import fold_journal
 from offsetlake.local.home import HOME_ENV, LOCAL_SCHEMA, LocalHome, local_home
-from offsetlake.local.pipeline_run import run_pipeline
-from offsetlake.local.run_progress import is_progress
+from offsetlake.local.pipeline_update import run_pipeline
 from offsetlake.local.spark import get_local_spark
+from offsetlake.local.update_progress import is_progress
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
 from offsetlake_dev.simulate import DEFAULT_MAPPING_TOPIC, MirrorSettings, MirrorSimulator

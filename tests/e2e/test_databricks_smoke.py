@@ -206,7 +206,7 @@ def test_the_pipeline_update_succeeds(refreshed: CliRun) -> None:
 def test_a_plan_mode_failover_succeeds_and_is_a_dry_run(deployed: dict[str, str], refreshed: CliRun) -> None:
     from databricks.sdk import WorkspaceClient
 
-    from offsetlake.databricks.run_report import latest_attempts, task_outcome
+    from offsetlake.databricks.job_report import latest_attempts, task_outcome
 
     refreshed.check()
     started_ms = int(time.time() * 1000)

@@ -37,7 +37,7 @@ from offsetlake.contract.tables import ALL_TABLES
 from offsetlake.k2k.routing import TOPIC_PLACEHOLDER, TracingRoute
 from offsetlake.local.backlog import flow_checkpoint, stream_position, target_backlog
 from offsetlake.local.home import HOME_ENV, LocalHome
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
 from tests.fixture_records import load_fixture_records

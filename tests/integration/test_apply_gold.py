@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from offsetlake.apply import gold
+from offsetlake.apply.plan_columns import build_plan
 from offsetlake.apply.planner import (
     Action,
     Guards,
@@ -17,7 +18,6 @@ from offsetlake.apply.planner import (
     Selection,
     TargetGroup,
     TargetState,
-    build_plan,
     select_offsets,
 )
 from offsetlake.contract.gold import GoldTableError

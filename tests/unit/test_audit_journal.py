@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake import runtime
+from offsetlake import sessions
 from offsetlake.apply import audit
 from offsetlake.apply.planner import Action, PlanRow
 from offsetlake.cli import stores
@@ -61,7 +61,7 @@ def test_on_databricks_a_session_folds_nothing_from_a_local_home(
     monkeypatch: pytest.MonkeyPatch, offsetlake_home: Path
 ) -> None:
     write_journal(LocalHome(offsetlake_home), "offsetlake", plan("run-a"))
-    monkeypatch.setenv(runtime.RUNTIME_ENV, "17.3")
+    monkeypatch.setenv(sessions.RUNTIME_ENV, "17.3")
     session = Recording()
     monkeypatch.setattr(stores, "get_spark", lambda: session)
 
@@ -95,13 +95,13 @@ def test_opening_a_local_session_writes_no_table_and_the_explicit_step_folds_the
     """Issue 35: a getter never writes a table; the local commands fold the journal as a step of theirs."""
     home = LocalHome(offsetlake_home)
     write_journal(home, "offsetlake", plan("run-a"))
-    monkeypatch.delenv(runtime.RUNTIME_ENV, raising=False)
-    monkeypatch.delitem(sys.modules, runtime.RUNTIME_MODULE, raising=False)
+    monkeypatch.delenv(sessions.RUNTIME_ENV, raising=False)
+    monkeypatch.delitem(sys.modules, sessions.RUNTIME_MODULE, raising=False)
     session = Recording()
     monkeypatch.setattr(local_spark, "get_local_spark", lambda *args, **kwargs: session)
     monkeypatch.setattr(audit, "audit_schema", lambda: "schema")  # StructType.fromDDL needs a JVM
 
-    assert runtime.get_spark() is session
+    assert sessions.get_spark() is session
     assert session.calls == []  # apply_audit neither created nor appended to
     assert len(journal_files(home, "offsetlake")) == 1
 

@@ -14,7 +14,7 @@ from offsetlake.errors import UsageError
 from offsetlake.kafka.secrets import PROPERTIES_ENV
 from offsetlake.local.clusters import ClustersFileError
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.runtime import RUNTIME_ENV
+from offsetlake.sessions import RUNTIME_ENV
 
 
 class ScopeKeys:

@@ -24,7 +24,7 @@ from offsetlake.cli.render import failover_report
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.failover import run as failover_run
 from offsetlake.failover.run import FailoverRequest, FailoverResult, RefreshMode, run_failover
-from offsetlake.local import pipeline_run
+from offsetlake.local import pipeline_update
 from offsetlake.local.home import LocalHome
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.mirror.policy import ReplicationPolicy
@@ -54,8 +54,8 @@ def _failover(
     pipelines CLI, every cluster answering (none is probed), so ``auto`` refreshes."""
     script = home.root / "engine.py"
     script.write_text(engine)
-    monkeypatch.setattr(pipeline_run, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
-    monkeypatch.setattr(pipeline_run, "target_backlog", lambda *_args, **_kwargs: None)  # no target here
+    monkeypatch.setattr(pipeline_update, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
+    monkeypatch.setattr(pipeline_update, "target_backlog", lambda *_args, **_kwargs: None)  # no target here
     recorded = Recorded()
 
     def open_gold() -> GoldStore:

@@ -11,6 +11,7 @@ import pytest
 
 from offsetlake.apply.executor import execute_plan
 from offsetlake.apply.gold_rows import mapping_conflicts_by_key
+from offsetlake.apply.plan_columns import build_plan
 from offsetlake.apply.planner import (
     Action,
     CommittedOffset,
@@ -21,7 +22,6 @@ from offsetlake.apply.planner import (
     Selection,
     TargetGroup,
     TargetState,
-    build_plan,
 )
 from offsetlake.cli.apply import request_from_args
 from offsetlake.cli.clusters import ResolvedClusters

@@ -24,14 +24,14 @@ from offsetlake.cli.pipeline import handle_run, run_every, update_line
 from offsetlake.cli.render import sql_table
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import InvalidValueError, StopSignalError, UsageError
-from offsetlake.local import pipeline_run
+from offsetlake.local import pipeline_update
 from offsetlake.local.connect_server import ConnectServerError, WarmServer
 from offsetlake.local.gold_guard import GUARDED_TABLES
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
 from offsetlake.local.pipeline_spec import run_arguments, spark_pipelines_command, write_spec
-from offsetlake.local.run_log import RunLog, judge
+from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
+from offsetlake.local.update_log import UpdateLog, judge
 from offsetlake.mirror.clusters import ClusterEndpoint
 
 KNOWN_ERROR = (
@@ -55,8 +55,8 @@ RUN_COMPLETED = ["2026-11-21 07:40:12: Run is COMPLETED."]
 RECORDED = Path(__file__).parent / "recorded"
 
 
-def _log(lines: list[str]) -> RunLog:
-    log = RunLog()
+def _log(lines: list[str]) -> UpdateLog:
+    log = UpdateLog()
     for line in lines:
         log.feed(line + "\n")
     return log
@@ -201,7 +201,7 @@ def test_a_graph_error_stops_the_update_instead_of_waiting_out_the_retries(
         f"print(open({str(RECORDED / 'selection_on_a_fresh_home.log')!r}).read(), flush=True)\n"
         "time.sleep(600)\n"
     )
-    monkeypatch.setattr(pipeline_run, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
+    monkeypatch.setattr(pipeline_update, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
     settings = PipelineSettings(
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
@@ -412,7 +412,7 @@ def test_a_sigterm_after_the_run_completed_keeps_the_updates_gold(
         f"print({chr(10).join([*events, *RUN_COMPLETED])!r}, flush=True)\n"
         "time.sleep(600)\n"
     )
-    monkeypatch.setattr(pipeline_run, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
+    monkeypatch.setattr(pipeline_update, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
 
     def echo(line: str) -> None:
         if line == RUN_COMPLETED[0]:

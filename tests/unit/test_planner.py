@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from offsetlake.apply.plan_columns import build_plan
 from offsetlake.apply.planner import (
     Action,
     ActiveGroupPolicy,
@@ -23,7 +24,6 @@ from offsetlake.apply.planner import (
     Selection,
     TargetGroup,
     TargetState,
-    build_plan,
     name_bounds,
     refused_by_active_policy,
     select_offsets,

@@ -1,23 +1,27 @@
 """The planner decides most rows column by column (Arrow); every plan equals the rule's, row by row.
 
-``planner._plan_each`` is the rule (``_plan_partition``) applied to each group-partition in key
-order, as the planner did before it worked in columns; ``build_plan`` must give the same rows, in
-the same order, or raise the same error, for any gold and any target.
+``planner.plan_each`` is the rule (``planner.plan_partition``) applied to each group-partition in
+key order, as the planner did before it worked in columns; ``plan_columns.build_plan`` must give the
+same rows, in the same order, or raise the same error, for any gold and any target. Where the
+columns stand on each guard is declared (``plan_columns.COLUMN_GUARDS``), for every field of
+``Guards``, and the scenarios draw every guard the plan reads.
 """
 
 from __future__ import annotations
 
 import gc
-from dataclasses import fields
+from dataclasses import MISSING, fields, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from offsetlake.apply import planner
+from offsetlake.apply.plan_columns import COLUMN_GUARDS, build_plan
 from offsetlake.apply.planner import (
     Action,
+    ActiveGroupPolicy,
     CommittedOffset,
     Guards,
     LogBounds,
@@ -26,7 +30,7 @@ from offsetlake.apply.planner import (
     PlanRow,
     TargetGroup,
     TargetState,
-    build_plan,
+    Untranslated,
     k2k_guarded_groups,
 )
 from offsetlake.contract.gold import GoldOffset
@@ -117,9 +121,7 @@ def _verified(draw: st.DrawFn, groups: dict[str, TargetGroup], key: tuple[str, s
 def by_rule(offsets: list[GoldOffset], target: TargetState, guards: Guards) -> list[PlanRow] | str:
     """The rule's plan, or the error it raises."""
     try:
-        return planner._plan_each(
-            offsets, target, guards, k2k_guarded_groups(target, guards.k2k_guard_prefix)
-        )
+        return planner.plan_each(offsets, target, guards, k2k_guarded_groups(target, guards.k2k_guard_prefix))
     except PlanError as error:
         return str(error)
 
@@ -129,6 +131,41 @@ def planned(offsets: list[GoldOffset], target: TargetState, guards: Guards) -> l
         return build_plan(offsets, target, guards)
     except PlanError as error:
         return str(error)
+
+
+# A value of each guard the columns declare outside the plan, other than its default.
+OUTSIDE = {
+    "active_group_policy": st.sampled_from(ActiveGroupPolicy),
+    "untranslated": st.sampled_from(Untranslated),
+}
+
+
+def test_every_guard_is_placed() -> None:
+    """A new field of Guards fails here until plan_columns.COLUMN_GUARDS says where the columns
+    stand on it (the rule first, then its place there: plan_columns' docstring)."""
+    assert set(COLUMN_GUARDS) == {field.name for field in fields(Guards)}
+    assert set(COLUMN_GUARDS.values()) <= {"decided", "deferred", "outside"}
+    assert set(OUTSIDE) == {name for name, place in COLUMN_GUARDS.items() if place == "outside"}
+
+
+@pytest.mark.parametrize("name", sorted(name for name, place in COLUMN_GUARDS.items() if place != "outside"))
+def test_the_scenarios_draw_every_guard_the_plan_reads(name: str) -> None:
+    """The parity test reaches each guard the columns decide or defer: some scenario sets it to
+    something other than its default (a field without one is always drawn)."""
+    (field,) = [field for field in fields(Guards) if field.name == name]
+    if field.default is MISSING and field.default_factory is MISSING:
+        return
+    default = field.default if field.default_factory is MISSING else field.default_factory()
+    find(scenarios(), lambda scenario: getattr(scenario[2], name) != default)
+
+
+@settings(max_examples=100)
+@given(scenarios(), st.fixed_dictionaries(OUTSIDE))
+def test_guards_outside_the_plan_change_no_row(
+    scenario: tuple[list[GoldOffset], TargetState, Guards], outside: dict[str, object]
+) -> None:
+    offsets, target, guards = scenario
+    assert planned(offsets, target, replace(guards, **outside)) == planned(offsets, target, guards)
 
 
 @settings(max_examples=200)

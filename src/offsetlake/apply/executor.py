@@ -146,58 +146,19 @@ def execute_plan(
     for row in plan:
         if row.action.alters:
             rows_by_group[row.consumer_group].append(row)
-    progress = {group: _GroupProgress() for group in rows_by_group}
-    stopping = stopped if stopped is not None else threading.Event()
-    finished: dict[str, list[PartitionResult]] = {}
-    in_flight: dict[Future[_GroupOutcome], str] = {}
-    queued = iter(sorted(rows_by_group))
-    stopped_because: str | None = None
+    dispatch = _Dispatch(
+        rows_by_group,
+        stopping=stopped if stopped is not None else threading.Event(),
+        clock=clock,
+        timeout_s=timeout_s,
+    )
     interrupted: StopSignalError | None = None
-    abandon_at = float("inf")
-
-    def stop(reason: str) -> None:
-        nonlocal stopped_because, abandon_at
-        if stopped_because is None:
-            stopped_because = reason
-            abandon_at = clock() + ABANDON_AFTER_TIMEOUTS * timeout_s
-            stopping.set()
-
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="apply")
     try:
-        while True:
-            while stopped_because is None and len(in_flight) < concurrency:
-                group = next(queued, None)
-                if group is None:
-                    break
-                if deadline is not None and clock() >= deadline:
-                    stop("the overall deadline passed")  # checked before each group, not only when idle
-                    break
-                future = pool.submit(
-                    _apply_group,
-                    clients,
-                    rows_by_group[group],
-                    timeout_s=timeout_s,
-                    progress=progress[group],
-                    stopping=stopping,
-                )
-                in_flight[future] = group
-            if not in_flight:
-                break
-            wait_until = abandon_at if stopped_because else (deadline or float("inf"))
-            done, _ = wait(in_flight, timeout=_seconds_until(wait_until, clock), return_when=FIRST_COMPLETED)
-            for future in done:
-                group = in_flight.pop(future)
-                outcome = future.result()
-                finished[group] = outcome.results
-                if outcome.unresponsive:
-                    stop(f"the target stopped answering ({outcome.unresponsive})")
-            if not done:
-                if stopped_because:
-                    break  # abandon what is still in flight
-                stop("the overall deadline passed")
+        dispatch.run(pool, clients, concurrency=concurrency, deadline=deadline)
     except StopSignalError as error:
         interrupted = error
-        stop(str(error))
+        dispatch.stop(str(error))
     finally:
         # Abandoned workers end within one request timeout (each step checks ``stopping``); they are
         # waited for so that no request is still in flight when the caller lets the client go
@@ -206,16 +167,92 @@ def execute_plan(
         pool.shutdown(wait=interrupted is None, cancel_futures=True)
         if interrupted is None:
             clients.flush_all()
-
-    for group, rows in rows_by_group.items():
-        if group not in finished:
-            finished[group] = _abandoned(rows, progress[group], stopped_because or "the run stopped")
-    results = {result.row.key: result for results in finished.values() for result in results}
     return Execution(
-        results=tuple(results[row.key] for row in plan if row.key in results),
-        stopped_because=stopped_because,
-        interrupted=interrupted,
+        results=dispatch.results(plan), stopped_because=dispatch.stopped_because, interrupted=interrupted
     )
+
+
+class _Dispatch:
+    """The coordinator of one execution: groups queued, in flight and finished, and why it stopped
+    (the first reason holds; from then on no group starts and those in flight get
+    ABANDON_AFTER_TIMEOUTS request timeouts)."""
+
+    def __init__(
+        self,
+        rows_by_group: dict[str, list[PlanRow]],
+        *,
+        stopping: threading.Event,
+        clock: Callable[[], float],
+        timeout_s: float,
+    ) -> None:
+        self.rows_by_group = rows_by_group
+        self.progress = {group: _GroupProgress() for group in rows_by_group}
+        self.stopping, self.clock, self.timeout_s = stopping, clock, timeout_s
+        self.finished: dict[str, list[PartitionResult]] = {}
+        self.in_flight: dict[Future[_GroupOutcome], str] = {}
+        self.queued = iter(sorted(rows_by_group))
+        self.stopped_because: str | None = None
+        self.abandon_at = float("inf")
+
+    def stop(self, reason: str) -> None:
+        if self.stopped_because is None:
+            self.stopped_because = reason
+            self.abandon_at = self.clock() + ABANDON_AFTER_TIMEOUTS * self.timeout_s
+            self.stopping.set()
+
+    def run(
+        self, pool: ThreadPoolExecutor, clients: _ClientPerWorker, *, concurrency: int, deadline: float | None
+    ) -> None:
+        """Keep ``concurrency`` groups in flight until every group finished or the run stopped."""
+        while True:
+            self._start_groups(pool, clients, concurrency=concurrency, deadline=deadline)
+            if not self.in_flight:
+                return
+            wait_until = self.abandon_at if self.stopped_because else (deadline or float("inf"))
+            done, _ = wait(
+                self.in_flight, timeout=_seconds_until(wait_until, self.clock), return_when=FIRST_COMPLETED
+            )
+            for future in done:
+                group = self.in_flight.pop(future)
+                outcome = future.result()
+                self.finished[group] = outcome.results
+                if outcome.unresponsive:
+                    self.stop(f"the target stopped answering ({outcome.unresponsive})")
+            if not done:
+                if self.stopped_because:
+                    return  # abandon what is still in flight
+                self.stop("the overall deadline passed")
+
+    def _start_groups(
+        self, pool: ThreadPoolExecutor, clients: _ClientPerWorker, *, concurrency: int, deadline: float | None
+    ) -> None:
+        while self.stopped_because is None and len(self.in_flight) < concurrency:
+            group = next(self.queued, None)
+            if group is None:
+                return
+            if deadline is not None and self.clock() >= deadline:
+                self.stop("the overall deadline passed")  # checked before each group, not only when idle
+                return
+            future = pool.submit(
+                _apply_group,
+                clients,
+                self.rows_by_group[group],
+                timeout_s=self.timeout_s,
+                progress=self.progress[group],
+                stopping=self.stopping,
+            )
+            self.in_flight[future] = group
+
+    def results(self, plan: Sequence[PlanRow]) -> tuple[PartitionResult, ...]:
+        """One result per altering row, in plan order; a group that did not finish is abandoned."""
+        finished = self.finished
+        for group, rows in self.rows_by_group.items():
+            if group not in finished:
+                finished[group] = _abandoned(
+                    rows, self.progress[group], self.stopped_because or "the run stopped"
+                )
+        results = {result.row.key: result for results in finished.values() for result in results}
+        return tuple(results[row.key] for row in plan if row.key in results)
 
 
 def _abandoned(rows: list[PlanRow], progress: _GroupProgress, reason: str) -> list[PartitionResult]:

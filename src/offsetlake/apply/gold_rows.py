@@ -24,6 +24,7 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offsetlake.apply.key_spans import key_spans
 from offsetlake.apply.planner import Selection
 from offsetlake.contract.gold import UPSTREAM, GoldOffset, GoldTableError, GroupDataLoss, from_micros
 from offsetlake.contract.tables import GROUP_PARTITION_KEY
@@ -40,7 +41,7 @@ def choose_current(current: pa.Table, precedence: Sequence[str]) -> pa.Table:
     if current.num_rows == 0:
         return current
     current = current.sort_by([(key, "ascending") for key in GROUP_PARTITION_KEY])
-    starts, sizes = _runs(current, GROUP_PARTITION_KEY)
+    starts, sizes = key_spans(current, GROUP_PARTITION_KEY)
     alone = pc.equal(sizes, 1)
     chosen = [pc.filter(starts, alone)]
     shared_starts = pc.filter(starts, pc.invert(alone)).to_pylist()
@@ -76,26 +77,6 @@ def _choose_shared(
         chosen.append(start + (group.index(winner) if position is None else position))
         offset += size
     return chosen
-
-
-def _runs(table: pa.Table, keys: Sequence[str]) -> tuple[pa.Array, pa.Array]:
-    """Where each run of equal ``keys`` starts in ``table`` (sorted by them) and how long it is;
-    NULL equals NULL, as in Spark's grouping."""
-    count = table.num_rows
-    same: pa.Array | None = None
-    for key in keys:
-        column = table[key].combine_chunks()
-        before, after = column.slice(0, count - 1), column.slice(1)
-        equal = pc.or_kleene(
-            pc.fill_null(pc.equal(before, after), False), pc.and_(pc.is_null(before), pc.is_null(after))
-        )
-        same = equal if same is None else pc.and_(same, equal)
-    assert same is not None
-    starts = pa.concat_arrays(
-        [pa.array([0], pa.uint64()), pc.add(pc.indices_nonzero(pc.invert(same)), 1).cast(pa.uint64())]
-    ).cast(pa.int64())
-    ends = pa.concat_arrays([starts.slice(1), pa.array([count], pa.int64())])
-    return starts, pc.subtract(ends, starts)
 
 
 DATA_LOSS_COLUMNS: Final = ("source_cluster", "consumer_group", "status", "consumed_not_replicated",

@@ -3,20 +3,23 @@
 Every safety decision of the apply job is taken here, without Spark or Kafka, so each guard is a
 plain function of its inputs and can be tested exhaustively. The executor only carries out rows
 whose action alters offsets; everything else is reported with its reason and left untouched.
+
+The rule is :func:`plan_partition`: one group-partition, every guard, decided once. The plan of a
+fleet (``plan_columns.build_plan``) takes the rule's common outcomes in Arrow columns and hands it
+every other key. A new guard is a ``Guards`` field and its check in the rule (with its unit tests),
+then its place in ``plan_columns.COLUMN_GUARDS``: decided there, or deferred to the rule (a test
+fails until every field is placed).
 """
 
 from __future__ import annotations
 
-import gc
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from offsetlake.apply.reasons import Flag
 from offsetlake.contract.gold import GoldOffset
@@ -24,9 +27,6 @@ from offsetlake.durations import format_duration
 from offsetlake.errors import UsageError
 from offsetlake.mirror.filters import NameFilter
 from offsetlake.mirror.positions import CommittedOffset, GroupPartition, LogBounds, TopicPartitionKey
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 # Group states in which nobody consumes, so an alter cannot race a member's commits. A group the
 # target never saw is described as Dead (Apache Kafka < 4), reported GROUP_ID_NOT_FOUND (KIP-1043)
@@ -321,44 +321,11 @@ def select_offsets(offsets: Iterable[GoldOffset], selection: Selection) -> list[
     return [offset for offset in offsets if selection.selects(offset.consumer_group, offset.topic)]
 
 
-def build_plan(offsets: Sequence[GoldOffset], target: TargetState, guards: Guards) -> list[PlanRow]:
-    """One row per (group, topic, partition), sorted, each with its action and the reason for it.
-
-    The rule is :func:`_plan_partition`. A failover plans up to a million group-partitions, nearly
-    all with one translation and a common outcome (apply, clamp, no-op, rewind refused, missing
-    topic, group refused): those are decided column by column with Arrow (:class:`_Columns`) and
-    only their rows are built in Python; the rest (several translations, stale, K2K's guard
-    overridden, a mapping conflict, a keep-alive due) go through the rule itself.
-    """
-    guarded = k2k_guarded_groups(target, guards.k2k_guard_prefix)
-    columns = _Columns.of(offsets, target, guards, guarded)
-    if columns is None:
-        return _plan_each(offsets, target, guards, guarded)
-    invalid = [
-        _invalid_row(offsets[index], invalid_reason(offsets[index]) or "") for index in columns.invalid
-    ]
-    with _collector_paused():
-        rows = columns.rows(offsets, target, guards, guarded)
-    return sorted(invalid, key=lambda row: row.key) + rows
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while the rows are built: they hold no cycles, and its
-    passes over a heap that grows by a million objects cost a third of building them."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _plan_each(
+def plan_each(
     offsets: Sequence[GoldOffset], target: TargetState, guards: Guards, guarded: Mapping[str, str]
 ) -> list[PlanRow]:
-    """:func:`build_plan` by the rule alone, row by row."""
+    """The plan by the rule alone, key by key: plan_columns.build_plan's fallback, and what it is held
+    equal to."""
     by_key: dict[GroupPartition, list[GoldOffset]] = defaultdict(list)
     invalid: list[PlanRow] = []
     for offset in offsets:
@@ -366,8 +333,8 @@ def _plan_each(
         if reason is None:
             by_key[(offset.consumer_group, offset.topic, offset.partition)].append(offset)
         else:
-            invalid.append(_invalid_row(offset, reason))
-    rows = [_plan_partition(key, by_key[key], target, guards, guarded) for key in sorted(by_key)]
+            invalid.append(invalid_row(offset, reason))
+    rows = [plan_partition(key, by_key[key], target, guards, guarded) for key in sorted(by_key)]
     return sorted(invalid, key=lambda row: row.key) + rows
 
 
@@ -402,7 +369,7 @@ def invalid_reason(offset: GoldOffset) -> str | None:
     return None
 
 
-def _invalid_row(offset: GoldOffset, reason: str) -> PlanRow:
+def invalid_row(offset: GoldOffset, reason: str) -> PlanRow:
     return PlanRow(
         source_cluster=offset.source_cluster,
         consumer_group=offset.consumer_group,
@@ -426,104 +393,151 @@ def refused_by_active_policy(plan: Sequence[PlanRow], guards: Guards) -> list[st
     return sorted({row.consumer_group for row in plan if row.action is Action.SKIP_ACTIVE_GROUP})
 
 
-def _plan_partition(
+class _Candidates(NamedTuple):
+    """What a group-partition's gold rows say together: the newest, their distinct translations,
+    their sources and methods (joined, sorted), and the latest evidence of any."""
+
+    newest: GoldOffset
+    distinct_offsets: list[int]
+    sources: str
+    methods: str
+    last_seen: datetime
+
+    @classmethod
+    def of(cls, candidates: Sequence[GoldOffset]) -> _Candidates:
+        if len(candidates) == 1:  # the common case, without the set and sort work (1M rows in a failover)
+            (newest,) = candidates
+            last_seen = newest.observed_at or newest.source_timestamp
+            return cls(newest, [newest.downstream_offset], newest.source_cluster, newest.method, last_seen)
+        return cls(
+            max(candidates, key=lambda candidate: candidate.source_timestamp),
+            sorted({candidate.downstream_offset for candidate in candidates}),
+            ",".join(sorted({candidate.source_cluster for candidate in candidates})),
+            ",".join(sorted({candidate.method for candidate in candidates if candidate.method})),
+            max(candidate.observed_at or candidate.source_timestamp for candidate in candidates),
+        )
+
+
+def plan_partition(
     key: GroupPartition,
     candidates: list[GoldOffset],
     target: TargetState,
     guards: Guards,
     guarded: Mapping[str, str],
 ) -> PlanRow:
+    """The rule: one group-partition's action and reason. The refusals first, in order
+    (:func:`_refusal`), then where the translation lands in the log and whether moving there is
+    allowed (a rewind, a no-op, a keep-alive due)."""
     group, topic, partition = key
     described = target.group(group)
     committed = described.committed.get((topic, partition))
     current = committed.offset if committed is not None else None
-    if len(candidates) == 1:  # the common case, without the set and sort work (1M rows in a failover)
-        (newest,) = candidates
-        distinct_offsets = [newest.downstream_offset]
-        sources, methods = newest.source_cluster, newest.method
-        last_seen = newest.observed_at or newest.source_timestamp
-    else:
-        distinct_offsets = sorted({candidate.downstream_offset for candidate in candidates})
-        newest = max(candidates, key=lambda candidate: candidate.source_timestamp)
-        sources = ",".join(sorted({candidate.source_cluster for candidate in candidates}))
-        methods = ",".join(sorted({candidate.method for candidate in candidates if candidate.method}))
-        last_seen = max(candidate.observed_at or candidate.source_timestamp for candidate in candidates)
-    translated_offset = newest.downstream_offset if len(distinct_offsets) == 1 else None
-    group_type = described.type
+    seen = _Candidates.of(candidates)
+    newest = seen.newest
 
     def row(action: Action, reason: str, planned: int | None = None, metadata: str | None = None) -> PlanRow:
         return PlanRow(
-            source_cluster=sources,
+            source_cluster=seen.sources,
             consumer_group=group,
             topic=topic,
             partition=partition,
-            translated_offset=translated_offset,
+            translated_offset=newest.downstream_offset if len(seen.distinct_offsets) == 1 else None,
             planned_offset=planned,
             current_offset=current,
             action=action,
             reason=reason,
             source_timestamp=newest.source_timestamp,
-            method=methods,
-            last_observed_at=last_seen,
+            method=seen.methods,
+            last_observed_at=seen.last_seen,
             metadata=newest.metadata if metadata is None else metadata,
-            group_type=group_type,
+            group_type=described.type,
         )
 
-    if len(distinct_offsets) > 1:
-        # Two source clusters claim different positions for the same target partition: picking
-        # one would silently skip or replay data, so the operator decides (narrow --groups/--topics).
-        return row(
-            Action.SKIP_CONFLICT,
-            f"source clusters {sources} translate to different offsets {distinct_offsets}",
-        )
-    translated = newest.downstream_offset
-    partition_count = target.partition_counts.get(topic)
-    if partition_count is None or partition >= partition_count:
-        return row(Action.SKIP_MISSING_TOPIC, missing_reason(topic, partition, partition_count))
-    unread = _unread(candidates, guards)
-    if unread is not None:
-        return row(Action.SKIP_TAIL_UNREAD, unread)
-    stale = _staleness(key, newest.source_timestamp, last_seen, guards)
-    if stale is not None:
-        return row(Action.SKIP_STALE, stale)
-    k2k_evidence = guarded.get(group)
-    refusal = group_refusal(group, described, k2k_evidence, guards)
+    refusal = _refusal(
+        key,
+        candidates,
+        seen,
+        described=described,
+        target=target,
+        guards=guards,
+        k2k_evidence=guarded.get(group),
+    )
     if refusal is not None:
         return row(*refusal)
-    conflict = guards.mapping_conflicts.get(key)
-    if conflict is not None and guards.on_multiple_targets is MultipleTargetsPolicy.FAIL:
-        return row(
-            Action.SKIP_DUPLICATE_ROUTING,
-            f"{conflict}: which one the group reads is ambiguous "
-            f"(pass {Flag.ON_MULTIPLE_TARGETS} {MultipleTargetsPolicy.IGNORE} to apply each routing)",
-        )
     bounds = target.log_bounds.get((topic, partition))
     if bounds is None:
-        raise _no_bounds(topic, partition)
-
-    move = _PAST_END if translated > bounds.log_end else _BEFORE_START if translated < bounds.log_start else 0
-    planned, action = (translated, bounds.log_end, bounds.log_start)[move], _MOVES[move]
-
+        raise no_bounds_error(topic, partition)
+    translated = newest.downstream_offset
+    move = PAST_END if translated > bounds.log_end else BEFORE_START if translated < bounds.log_start else 0
+    planned, action = (translated, bounds.log_end, bounds.log_start)[move], MOVES[move]
     source_rewind = False
     if current is not None and planned < current and not guards.allow_rewind:
         if guards.last_verified_offset.get(key) != current:
-            return row(Action.SKIP_WOULD_REWIND, _rewind_reason(current, planned), planned)
+            return row(Action.SKIP_WOULD_REWIND, rewind_reason(current, planned), planned)
         source_rewind = True
     if current == planned:
-        due = _keep_alive_due(key, guards)
+        due = keep_alive_due(key, guards)
         if due is not None:
             # The target's own metadata, so the re-commit changes nothing but the retention clock.
             metadata = committed.metadata if committed is not None else ""
             return row(Action.REFRESH_RETENTION, f"already at {planned}; {due}", planned, metadata)
         return row(Action.NOOP, f"already at {planned}", planned)
-    reason = _move_reason(move, translated, planned, current)
+    reason = move_reason(move, translated, planned, current)
     if source_rewind:
         reason += f"; {_source_rewind_note(current, planned)}"
+    return row(action, reason + _move_notes(key, guards, guarded.get(group)), planned)
+
+
+def _refusal(
+    key: GroupPartition,
+    candidates: Sequence[GoldOffset],
+    seen: _Candidates,
+    *,
+    described: TargetGroup,
+    target: TargetState,
+    guards: Guards,
+    k2k_evidence: str | None,
+) -> tuple[Action, str] | None:
+    """Why the rule leaves this group-partition where it is, the first refusal that holds, or None."""
+    group, topic, partition = key
+    if len(seen.distinct_offsets) > 1:
+        # Two source clusters claim different positions for the same target partition: picking
+        # one would silently skip or replay data, so the operator decides (narrow --groups/--topics).
+        return (
+            Action.SKIP_CONFLICT,
+            f"source clusters {seen.sources} translate to different offsets {seen.distinct_offsets}",
+        )
+    partition_count = target.partition_counts.get(topic)
+    if partition_count is None or partition >= partition_count:
+        return Action.SKIP_MISSING_TOPIC, missing_reason(topic, partition, partition_count)
+    unread = _unread(candidates, guards)
+    if unread is not None:
+        return Action.SKIP_TAIL_UNREAD, unread
+    stale = _staleness(key, seen.newest.source_timestamp, seen.last_seen, guards)
+    if stale is not None:
+        return Action.SKIP_STALE, stale
+    refusal = group_refusal(group, described, k2k_evidence, guards)
+    if refusal is not None:
+        return refusal
+    conflict = guards.mapping_conflicts.get(key)
+    if conflict is not None and guards.on_multiple_targets is MultipleTargetsPolicy.FAIL:
+        return (
+            Action.SKIP_DUPLICATE_ROUTING,
+            f"{conflict}: which one the group reads is ambiguous "
+            f"(pass {Flag.ON_MULTIPLE_TARGETS} {MultipleTargetsPolicy.IGNORE} to apply each routing)",
+        )
+    return None
+
+
+def _move_notes(key: GroupPartition, guards: Guards, k2k_evidence: str | None) -> str:
+    """What a move carries on its reason: the mapping conflict and K2K's guard the operator overrode."""
+    notes = ""
+    conflict = guards.mapping_conflicts.get(key)
     if conflict is not None:
-        reason += f"; {conflict} ({Flag.ON_MULTIPLE_TARGETS} {MultipleTargetsPolicy.IGNORE})"
+        notes += f"; {conflict} ({Flag.ON_MULTIPLE_TARGETS} {MultipleTargetsPolicy.IGNORE})"
     if k2k_evidence is not None:
-        reason += f"; K2K's offset mapper manages this group, {k2k_evidence} ({Flag.IGNORE_K2K_GUARD})"
-    return row(action, reason, planned)
+        notes += f"; K2K's offset mapper manages this group, {k2k_evidence} ({Flag.IGNORE_K2K_GUARD})"
+    return notes
 
 
 def missing_reason(topic: str, partition: int, partition_count: int | None) -> str:
@@ -561,11 +575,11 @@ def group_refusal(
     return None
 
 
-def _no_bounds(topic: str, partition: int) -> PlanError:
+def no_bounds_error(topic: str, partition: int) -> PlanError:
     return PlanError(f"no log bounds read for {topic}-{partition}")
 
 
-def _rewind_reason(current: int, planned: int) -> str:
+def rewind_reason(current: int, planned: int) -> str:
     return (
         f"group is at {current}, ahead of {planned}, and offsetlake did not put it there (consumers "
         f"moved it on the target): would re-read {current - planned} records (pass {Flag.ALLOW_REWIND})"
@@ -592,17 +606,17 @@ def _unread(candidates: Sequence[GoldOffset], guards: Guards) -> str | None:
     return None
 
 
-_PAST_END, _BEFORE_START = 1, 2
-_MOVES = (Action.APPLY, Action.CLAMP_TO_LOG_END, Action.CLAMP_TO_LOG_START)
+PAST_END, BEFORE_START = 1, 2
+MOVES = (Action.APPLY, Action.CLAMP_TO_LOG_END, Action.CLAMP_TO_LOG_START)
 """The action of a translated offset inside the log (0), past its end, or before its start."""
 
 
-def _move_reason(move: int, translated: int, planned: int, current: int | None) -> str:
-    """The reason of an apply or a clamp (``move``: an index of _MOVES), before the notes on K2K and
+def move_reason(move: int, translated: int, planned: int, current: int | None) -> str:
+    """The reason of an apply or a clamp (``move``: an index of MOVES), before the notes on K2K and
     mapping conflicts."""
-    if move == _PAST_END:
+    if move == PAST_END:
         reason = f"translated offset {translated} is past the log end {planned}"
-    elif move == _BEFORE_START:
+    elif move == BEFORE_START:
         reason = f"translated offset {translated} is before the log start {planned} (deleted)"
     else:
         reason = f"translated offset {translated}"
@@ -631,7 +645,7 @@ def _staleness(
     return None
 
 
-def _keep_alive_due(key: GroupPartition, guards: Guards) -> str | None:
+def keep_alive_due(key: GroupPartition, guards: Guards) -> str | None:
     """Why an unchanged offset is committed again now (retention would expire it), or None."""
     committed_at = guards.last_committed_at.get(key)
     if guards.keep_alive_after is None or committed_at is None:
@@ -643,321 +657,6 @@ def _keep_alive_due(key: GroupPartition, guards: Guards) -> str | None:
         f"last committed by offsetlake {format_duration(since)} ago, more than the keep-alive interval "
         f"{format_duration(guards.keep_alive_after)}: committed again so retention does not expire it"
     )
-
-
-# What _Columns decides for a group-partition; _DEFER leaves it to the rule (_plan_partition).
-_DEFER, _MOVE, _NOOP, _REWIND, _MISSING, _REFUSED, _NO_BOUNDS = range(7)
-_PARTITION_BITS = 31
-"""A (topic, partition) pair is one INT64 while the plan is columns: topic code << 31 | partition."""
-
-
-@dataclass(frozen=True)
-class _Columns:
-    """The valid gold rows sorted by key, cut into runs of one group-partition each, and for every
-    run the outcome of the rule when Arrow can decide it (a ``_*`` code), with the values its row
-    needs. Nothing here is a Python object per row, until :meth:`rows` builds the plan."""
-
-    invalid: list[int]
-    """Indices (in the gold offsets) of the rows :func:`invalid_reason` refuses."""
-    order: pa.Array
-    """Indices of the valid rows in key order, with equal keys in gold's order (a pyarrow Array)."""
-    starts: list[int]
-    sizes: list[int]
-    firsts: list[int]
-    """Per run, the index (in the gold offsets) of its first row."""
-    codes: list[int]
-    moves: list[int]
-    """Per run of code _MOVE: 0 apply, 1 clamp to the log end, 2 clamp to the log start."""
-    planned: list[int | None]
-    current: list[int | None]
-    counts: list[int | None]
-    """Partitions of the run's topic on the target (None: no such topic)."""
-    group_codes: list[int]
-    group_types: list[str]
-    refusals: list[tuple[Action, str] | None]
-    """Per group (by code): why no partition of it is altered, or None."""
-
-    @classmethod
-    def of(
-        cls, offsets: Sequence[GoldOffset], target: TargetState, guards: Guards, guarded: Mapping[str, str]
-    ) -> _Columns | None:
-        """The columns, or None when a name or number does not fit Arrow's types (a lone surrogate, a
-        number past INT64, a partition past INT32): nothing Kafka carries, so the rule plans those."""
-        try:
-            return cls._of(offsets, target, guards, guarded)
-        except (UnicodeError, OverflowError):
-            return None
-
-    @classmethod
-    def _of(
-        cls, offsets: Sequence[GoldOffset], target: TargetState, guards: Guards, guarded: Mapping[str, str]
-    ) -> _Columns:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        gold = pa.table(
-            {
-                "group": pa.array(list(map(attrgetter("consumer_group"), offsets)), pa.string()),
-                "topic": pa.array(list(map(attrgetter("topic"), offsets)), pa.string()),
-                "partition": pa.array(list(map(attrgetter("partition"), offsets)), pa.int64()),
-                "translated": pa.array(list(map(attrgetter("downstream_offset"), offsets)), pa.int64()),
-            }
-        )
-        refused = pc.or_(
-            pc.or_(_empty(gold["group"]), _empty(gold["topic"])),
-            pc.or_(pc.less(gold["partition"], 0), pc.less(gold["translated"], 0)),
-        )
-        valid = pc.indices_nonzero(pc.invert(refused)).cast(pa.int64())
-        gold = gold.take(valid)
-        if gold.num_rows and pc.max(gold["partition"]).as_py() >> _PARTITION_BITS:
-            raise OverflowError("a partition past INT32")
-        groups, topics = _sorted_unique(gold["group"]), _sorted_unique(gold["topic"])
-        keyed = pa.table(
-            {
-                "group": pc.index_in(gold["group"], value_set=groups).cast(pa.int64()),
-                "topic": pc.index_in(gold["topic"], value_set=topics).cast(pa.int64()),
-                "partition": gold["partition"],
-                "translated": gold["translated"],
-                "index": valid,
-            }
-        )
-        by = ["group", "topic", "partition", "index"]
-        keyed = keyed.take(pc.sort_indices(keyed, sort_keys=[(name, "ascending") for name in by]))
-        pairs = _pair(keyed["topic"], keyed["partition"])
-        distinct_pairs = pc.unique(pairs)
-        keys = pc.add(
-            pc.multiply(keyed["group"], len(distinct_pairs)),
-            pc.index_in(pairs, value_set=distinct_pairs).cast(pa.int64()),
-        ).combine_chunks()
-        starts = _run_starts(keys)
-        ends = pa.concat_arrays([starts.slice(1), pa.array([len(keys)], pa.int64())]).slice(0, len(starts))
-        sizes = pc.subtract(ends, starts)
-        run_keys = keys.take(starts)
-
-        group_code = {name: code for code, name in enumerate(groups.to_pylist())}
-        topic_code = {name: code for code, name in enumerate(topics.to_pylist())}
-
-        def run_of(
-            entry_groups: list[int | None], entry_topics: list[int | None], partitions: list[int]
-        ) -> pa.Array:
-            """For each run, the position of its key in the entries (group and topic codes,
-            partitions; null when it is not there)."""
-            partition = pa.array(partitions, pa.int64())
-            in_range = pc.and_(pc.greater_equal(partition, 0), pc.less(partition, 1 << _PARTITION_BITS))
-            pair = _pair(pa.array(entry_topics, pa.int64()), pc.if_else(in_range, partition, None))
-            entry_keys = pc.add(
-                pc.multiply(pa.array(entry_groups, pa.int64()), len(distinct_pairs)),
-                pc.index_in(pair, value_set=distinct_pairs).cast(pa.int64()),
-            )
-            return pc.index_in(run_keys, value_set=entry_keys)
-
-        def run_of_keys(keys: Iterable[GroupPartition]) -> pa.Array:
-            keys = list(keys)
-            return run_of(
-                [group_code.get(group) for group, _, _ in keys],
-                [topic_code.get(topic) for _, topic, _ in keys],
-                [partition for _, _, partition in keys],
-            )
-
-        def run_values(at: pa.Array) -> list[tuple[int, int]]:
-            """(run, position) of the runs ``at`` finds."""
-            found = pc.indices_nonzero(pc.is_valid(at))
-            return list(zip(found.to_pylist(), at.take(found).to_pylist(), strict=True))
-
-        column = {name: keyed[name].take(starts) for name in ("group", "topic", "partition", "translated")}
-        firsts = keyed["index"].take(starts).to_pylist()
-        deferred = [size > 1 for size in sizes.to_pylist()]
-
-        # Per group and per topic-partition, from the target (few: Python per value).
-        group_names = groups.to_pylist()
-        described = [target.group(name) for name in group_names]
-        refusals = [
-            group_refusal(name, group, guarded.get(name), guards)
-            for name, group in zip(group_names, described, strict=True)
-        ]
-        overridden = pa.array(
-            [name in guarded and guards.ignore_k2k_guard for name in group_names], pa.bool_()
-        )
-        topic_names = topics.to_pylist()
-        counts = pa.array([target.partition_counts.get(topic) for topic in topic_names], pa.int64())
-        bounds = [
-            target.log_bounds.get((topic_names[pair >> _PARTITION_BITS], pair & ((1 << _PARTITION_BITS) - 1)))
-            for pair in distinct_pairs.to_pylist()
-        ]
-        pair_codes = pc.index_in(_pair(column["topic"], column["partition"]), value_set=distinct_pairs)
-        log_start = pa.array([None if b is None else b.log_start for b in bounds], pa.int64()).take(
-            pair_codes
-        )
-        log_end = pa.array([None if b is None else b.log_end for b in bounds], pa.int64()).take(pair_codes)
-
-        entry_groups: list[int | None] = []
-        entry_topics: list[int | None] = []
-        partitions: list[int] = []
-        positions: list[int] = []
-        for name, group in target.groups.items():
-            code, committed = group_code.get(name), group.committed
-            if code is not None and committed:  # a group gold does not name has no run
-                entry_groups += [code] * len(committed)
-                entry_topics += [topic_code.get(topic) for topic, _ in committed]
-                partitions += [partition for _, partition in committed]
-                positions += [position.offset for position in committed.values()]
-        current = pa.array(positions, pa.int64()).take(run_of(entry_groups, entry_topics, partitions))
-
-        # Per run, the checks on Python values (times, reasons): stale and mapping conflicts.
-        if guards.max_age is not None:
-            reference, max_age = guards.reference_time, guards.max_age
-            stale = [
-                reference - (offset.observed_at or offset.source_timestamp) > max_age
-                for offset in map(offsets.__getitem__, firsts)
-            ]
-            deferred = [defer or old for defer, old in zip(deferred, stale, strict=True)]
-        if guards.last_applied and not guards.allow_rewind:
-            applied = list(guards.last_applied.items())
-            for run, position in run_values(run_of_keys(key for key, _ in applied)):
-                if offsets[firsts[run]].source_timestamp < applied[position][1]:
-                    deferred[run] = True
-        for run, _ in run_values(run_of_keys(guards.mapping_conflicts)):
-            deferred[run] = True
-
-        translated = column["translated"]
-        past_end, before_start = pc.greater(translated, log_end), pc.less(translated, log_start)
-        planned = pc.if_else(past_end, log_end, pc.if_else(before_start, log_start, translated))
-        moves = pc.if_else(past_end, _PAST_END, pc.if_else(before_start, _BEFORE_START, 0))
-        rewind = pc.fill_null(pc.less(planned, current), False) if not guards.allow_rewind else None
-        count = counts.take(column["topic"])
-        refused_groups = pa.array([refusal is not None for refusal in refusals], pa.bool_())
-        codes = pa.array([_MOVE] * len(starts), pa.int8())
-        for condition, code in (
-            (pc.fill_null(pc.equal(current, planned), False), _NOOP),
-            (rewind, _REWIND),
-            (pc.is_null(log_end), _NO_BOUNDS),
-            (refused_groups.take(column["group"]), _REFUSED),
-            (pc.fill_null(pc.greater_equal(column["partition"], count), True), _MISSING),
-        ):  # fmt: skip
-            if condition is not None:
-                codes = pc.if_else(condition, pa.scalar(code, pa.int8()), codes)
-        code_list = codes.to_pylist()
-        if guards.unread_sources:
-            for run, first in enumerate(firsts):
-                if offsets[first].source_cluster in guards.unread_sources:
-                    deferred[run] = True
-        if rewind is not None and guards.last_verified_offset:
-            for run, _ in run_values(run_of_keys(guards.last_verified_offset)):
-                if code_list[run] == _REWIND:
-                    deferred[run] = True  # offsetlake's own position: the rule tells a source rewind
-        for run, group_overridden in enumerate(overridden.take(column["group"]).to_pylist()):
-            if group_overridden:
-                deferred[run] = True
-        if guards.keep_alive_after is not None and guards.last_committed_at:
-            committed_at = list(guards.last_committed_at.items())
-            for run, position in run_values(run_of_keys(key for key, _ in committed_at)):
-                if code_list[run] == _NOOP and _keep_alive_due(committed_at[position][0], guards) is not None:
-                    deferred[run] = True
-        return cls(
-            invalid=pc.indices_nonzero(refused).to_pylist(),
-            order=keyed["index"].combine_chunks(),
-            firsts=firsts,
-            starts=starts.to_pylist(),
-            sizes=sizes.to_pylist(),
-            codes=[_DEFER if defer else code for code, defer in zip(code_list, deferred, strict=True)],
-            moves=moves.to_pylist(),
-            planned=planned.to_pylist(),
-            current=current.to_pylist(),
-            counts=count.to_pylist(),
-            group_codes=column["group"].to_pylist(),
-            group_types=[group.type for group in described],
-            refusals=refusals,
-        )
-
-    def rows(
-        self, offsets: Sequence[GoldOffset], target: TargetState, guards: Guards, guarded: Mapping[str, str]
-    ) -> list[PlanRow]:
-        """The plan rows of the valid gold rows, in key order: each run's row built from its code,
-        or by the rule (:func:`_plan_partition`) for _DEFER."""
-        rows: list[PlanRow] = []
-        append = rows.append
-        # Enum members as locals: each Action.X costs a class attribute lookup (0.3 µs in 3.11).
-        moves, noop, rewind, missing = (
-            _MOVES,
-            Action.NOOP,
-            Action.SKIP_WOULD_REWIND,
-            Action.SKIP_MISSING_TOPIC,
-        )
-        group_types, refusals = self.group_types, self.refusals
-        # Each PlanRow is made with its fields in place, as its __init__ would make it (it has no
-        # __post_init__): a frozen dataclass's __init__ sets 14 fields one object.__setattr__ at a
-        # time, twice the cost of the whole row here (1 µs a row on the 2-core machine).
-        new, set_fields = object.__new__, object.__setattr__
-        runs = zip(
-            self.firsts, self.codes, self.planned, self.current, self.group_codes, self.moves, self.counts,
-            strict=True,
-        )  # fmt: skip
-        for run, (first, code, to, current, group, move, count) in enumerate(runs):
-            offset = offsets[first]
-            topic, partition = offset.topic, offset.partition
-            planned: int | None = to
-            if code == _MOVE:
-                action, reason = moves[move], _move_reason(move, offset.downstream_offset, to, current)
-            elif code == _NOOP:
-                action, reason = noop, f"already at {to}"
-            elif code == _REWIND:
-                action, reason = rewind, _rewind_reason(current, to)
-            elif code == _MISSING:
-                action, reason, planned = missing, missing_reason(topic, partition, count), None
-            elif code == _REFUSED:
-                refusal = refusals[group]
-                assert refusal is not None  # _REFUSED: the group has a refusal
-                (action, reason), planned = refusal, None
-            elif code == _NO_BOUNDS:
-                raise _no_bounds(topic, partition)
-            else:
-                indices = self.order.slice(self.starts[run], self.sizes[run]).to_pylist()
-                key = (offset.consumer_group, topic, partition)
-                append(_plan_partition(key, [offsets[index] for index in indices], target, guards, guarded))
-                continue
-            source_timestamp = offset.source_timestamp
-            row = new(PlanRow)
-            set_fields(row, "__dict__", {
-                "source_cluster": offset.source_cluster, "consumer_group": offset.consumer_group,
-                "topic": topic, "partition": partition, "translated_offset": offset.downstream_offset,
-                "planned_offset": planned, "current_offset": current, "action": action, "reason": reason,
-                "source_timestamp": source_timestamp, "method": offset.method,
-                "last_observed_at": offset.observed_at or source_timestamp, "group_type": group_types[group],
-                "metadata": offset.metadata,
-            })  # fmt: skip
-            append(row)
-        return rows
-
-
-def _empty(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    import pyarrow.compute as pc
-
-    return pc.fill_null(pc.equal(column, ""), True)
-
-
-def _sorted_unique(column: pa.ChunkedArray) -> pa.Array:
-    """The distinct values in Python's order of str (UTF-8 bytes sort as code points do)."""
-    import pyarrow.compute as pc
-
-    distinct = pc.unique(column)
-    return distinct.take(pc.sort_indices(distinct))
-
-
-def _pair(topic: pa.ChunkedArray | pa.Array, partition: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
-    import pyarrow.compute as pc
-
-    return pc.add(pc.shift_left(topic, _PARTITION_BITS), partition)
-
-
-def _run_starts(keys: pa.Array) -> pa.Array:
-    """Where each run of equal ``keys`` starts."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not len(keys):
-        return pa.array([], pa.int64())
-    changes = pc.indices_nonzero(pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)))
-    return pa.concat_arrays([pa.array([0], pa.int64()), pc.add(changes.cast(pa.int64()), 1)])
 
 
 def _compile(pattern: str, flag: Flag) -> re.Pattern[str]:

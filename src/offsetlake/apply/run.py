@@ -50,6 +50,7 @@ from offsetlake.apply.placement import (
     plan_untranslated,
     untranslated_partitions,
 )
+from offsetlake.apply.plan_columns import build_plan
 from offsetlake.apply.planner import (
     K2K_GUARD_PREFIX,
     Action,
@@ -60,7 +61,6 @@ from offsetlake.apply.planner import (
     Selection,
     TargetState,
     Untranslated,
-    build_plan,
     invalid_reason,
     refused_by_active_policy,
     select_offsets,
@@ -82,6 +82,7 @@ from offsetlake.apply.store import GoldStore
 from offsetlake.apply.tail_gaps import unread_sources
 from offsetlake.apply.tail_merge import TailMerge, merge_tail
 from offsetlake.apply.target_state import read_target_state
+from offsetlake.audit_ids import new_run_id
 from offsetlake.contract.gold import ClusterHealth, GoldOffset, GoldTableError, GroupDataLoss, table_name
 from offsetlake.contract.tables import LATEST_OFFSETS
 from offsetlake.durations import format_duration
@@ -100,7 +101,6 @@ from offsetlake.kafka.secrets import (
 from offsetlake.kafka.tracing_reader import SearchLimits
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
-from offsetlake.run_ids import new_run_id
 
 TAIL_NOTES: Final = {
     "checkpoint": "from a checkpoint newer than gold, read from the target; in history after the next update",

@@ -56,7 +56,7 @@ from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.local.home import LocalHome
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
-from offsetlake.runtime import on_databricks
+from offsetlake.sessions import on_databricks
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -217,6 +217,14 @@ def _handle(request: ApplyRequest, context: Context, *, details: bool) -> int:
 
 def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None:
     """Every guard and selection flag of an apply run (plan, apply, failover share them)."""
+    _add_selection_options(parser)
+    _add_guard_options(parser)
+    _add_gap_and_hold_options(parser)
+    _add_cluster_and_pace_options(parser, sources=sources)
+
+
+def _add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """What the run reads and reports: the report's details, gold as of a time, the groups and topics."""
     parser.add_argument(
         "--details",
         action="store_true",
@@ -244,6 +252,10 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         "--topics", type=parse_regex, default=".*", help="regex of target topics to include (default: all)"
     )
     parser.add_argument("--exclude-topics", type=parse_regex, help="regex of target topics to leave alone")
+
+
+def _add_guard_options(parser: argparse.ArgumentParser) -> None:
+    """The guards an operator may loosen: rewinds, the checkpoint tail, active groups, K2K."""
     parser.add_argument(
         "--allow-rewind",
         nargs="?",
@@ -302,6 +314,11 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         "(k2k_mapping_conflicts): `fail` skips the group-partition, `ignore` applies each routing, as "
         "K2K's errorHandling.onMultipleTargetCommittedOffsets (default: fail)",
     )
+
+
+def _add_gap_and_hold_options(parser: argparse.ArgumentParser) -> None:
+    """What gold cannot say (an empty gold, untranslated partitions, an unread tail), a failover's
+    hold on its groups, and how old a translation may be."""
     parser.add_argument(
         "--tail-only",
         action="store_true",
@@ -352,6 +369,11 @@ def add_apply_options(parser: argparse.ArgumentParser, *, sources: bool) -> None
         f"--as-of (default: {default_max_age}: a failover should not run on a pipeline that stopped "
         "long ago without the operator saying so)",
     )
+
+
+def _add_cluster_and_pace_options(parser: argparse.ArgumentParser, *, sources: bool) -> None:
+    """Where the run reads and writes (clusters, catalog, schema, secrets) and its pace (concurrency,
+    timeouts, deadline, keep-alive)."""
     add_cluster_options(parser, sources=sources)
     parser.add_argument("--catalog", help="Unity Catalog catalog of the gold tables (Databricks)")
     parser.add_argument("--schema", help="schema of the gold and audit tables (default: offsetlake)")

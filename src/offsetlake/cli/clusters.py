@@ -27,7 +27,7 @@ from offsetlake.kafka.secrets import (
 )
 from offsetlake.local.clusters import read_local_clusters
 from offsetlake.mirror.clusters import ClusterEndpoint
-from offsetlake.runtime import on_databricks
+from offsetlake.sessions import on_databricks
 
 
 class NoTargetError(UsageError):

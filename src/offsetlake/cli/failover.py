@@ -24,8 +24,8 @@ from offsetlake.failover.run import (
 )
 from offsetlake.kafka.secrets import target_client_config
 from offsetlake.local.home import LocalHome
-from offsetlake.local.run_progress import is_progress
-from offsetlake.runtime import on_databricks
+from offsetlake.local.update_progress import is_progress
+from offsetlake.sessions import on_databricks
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -6,7 +6,7 @@ import argparse
 
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds, positive_int
-from offsetlake.databricks.run_report import DEFAULT_TIMEOUT_S, read_run_tasks, report_run
+from offsetlake.databricks.job_report import DEFAULT_TIMEOUT_S, read_run_tasks, report_run
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -19,7 +19,7 @@ from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.local.connect_server import WarmServer
 from offsetlake.local.home import local_home
 from offsetlake.local.locks import HomeInUseError, SyncLoop, sync_loop
-from offsetlake.local.pipeline_run import PipelineRunResult, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 
 _POLL_S = 0.2
 """How often the sync loop looks for a stand-aside request between updates."""

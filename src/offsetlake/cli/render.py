@@ -23,7 +23,7 @@ from offsetlake.apply.run import ApplyResult, ApplyStatus
 from offsetlake.contract.gold import ClusterHealth, GroupDataLoss
 from offsetlake.durations import format_duration
 from offsetlake.failover.run import ClusterCheck, FailoverResult
-from offsetlake.local.pipeline_run import PipelineRunResult
+from offsetlake.local.pipeline_update import PipelineRunResult
 from offsetlake.mm2_reset.plan import ResetAction, Truncation
 from offsetlake.mm2_reset.run import ResetResult, RestReset, TombstoneReset
 

@@ -19,7 +19,7 @@ from offsetlake.local.audit_journal import fold_journal
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
 from offsetlake.local.locks import check_home_free
 from offsetlake.local.warehouse_gold import LocalGoldStore
-from offsetlake.runtime import get_spark, on_databricks
+from offsetlake.sessions import get_spark, on_databricks
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -32,7 +32,7 @@ from offsetlake.kafka.admin import ClusterProbe, probe_cluster
 from offsetlake.kafka.secrets import SecretsProvider
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import DEFAULT_STAND_ASIDE_WAIT_S, stand_aside_request
-from offsetlake.local.pipeline_run import PipelineRunResult, existing_tables, run_pipeline
+from offsetlake.local.pipeline_update import PipelineRunResult, existing_tables, run_pipeline
 
 DEFAULT_REFRESH_TIMEOUT_S = 300.0
 DEFAULT_PROBE_TIMEOUT_S = 10.0

@@ -8,7 +8,7 @@ results) as one Parquet file in the home's journal (``LocalHome.audit_journal_fo
 a file. ``(run_id, stage)`` is the batch's id; every row of the file carries it.
 
 :func:`fold_journal` appends the journal's files to ``apply_audit`` through a Spark session and
-removes them. Opening a session never does (offsetlake.runtime.get_spark writes no table): every
+removes them. Opening a session never does (offsetlake.sessions.get_spark writes no table): every
 local command that reads through Spark folds first, as an explicit step (``offsetlake sql``,
 ``plan|apply --catalog``, ``mm2 reset``, the demo), so every Spark query sees every row. A fold is
 all-or-nothing and idempotent (see :func:`fold_journal`).

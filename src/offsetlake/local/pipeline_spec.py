@@ -119,6 +119,7 @@ def spark_pipelines_command(spec_path: Path, full_refresh: bool, refresh: Sequen
     The ``spark-pipelines`` script starts a JVM (``SparkPipelines``, i.e. spark-submit) only to
     start this Python process with ``SPARK_REMOTE=local``, and then idles; the Python client starts
     the Spark Connect server's JVM itself. Started directly with that environment (see
-    ``pipeline_run._run_update``) an update starts one JVM instead of two (measured: launch phase 6 s -> 1 s).
+    ``pipeline_update._update_env``) an update starts one JVM instead of two (measured: launch phase
+    6 s -> 1 s).
     """
     return [sys.executable, str(SDP_LAUNCHER), *run_arguments(spec_path, full_refresh, refresh)]

@@ -67,6 +67,7 @@ from offsetlake.apply.gold_rows import (
     mapping_conflicts_by_key,
     sync_histories,
 )
+from offsetlake.apply.key_spans import last_per_key
 from offsetlake.apply.planner import GroupPartition, Selection
 from offsetlake.contract.gold import (
     UPSTREAM,
@@ -103,8 +104,6 @@ SINK_LOG: Final = "_spark_metadata"
 _SINK_LOG_VERSION: Final = "v1"
 _SINK_LOG_BATCH: Final = re.compile(r"(\d+)(\.compact)?")
 _T = TypeVar("_T")
-_LAST: Final = pc.ScalarAggregateOptions(skip_nulls=False)
-"""The last row's value even when NULL: Spark's max_by(value, ordering) takes the row, not a value."""
 
 
 class LocalGoldStore:
@@ -195,7 +194,7 @@ class LocalGoldStore:
             return []
         columns = ["cluster", "role", "reachable", "error", "checked_at"]
         checks = _read(dataset, name, columns, pc.field("checked_at").is_valid())
-        newest = _last_per_key(checks, ["cluster"], "checked_at", ["role", "reachable", "error"])
+        newest = last_per_key(checks, ["cluster"], "checked_at", ["role", "reachable", "error"])
         answered = (
             checks.filter(pc.fill_null(checks["reachable"], False))
             .group_by("cluster")
@@ -249,7 +248,7 @@ class LocalGoldStore:
         )
         columns = [*keys, "source_timestamp", "recorded_at", "read_back_offset"]
         table = self._audit(columns, _and(_narrowing(selection), verified))
-        newest = _last_per_key(table, keys, "recorded_at", ["source_timestamp", "read_back_offset"])
+        newest = last_per_key(table, keys, "recorded_at", ["source_timestamp", "read_back_offset"])
         rows = zip(
             newest["consumer_group"].to_pylist(),
             newest["topic"].to_pylist(),
@@ -510,15 +509,3 @@ def _valid_at(as_of: datetime) -> ds.Expression:
     """offset_history's rows valid at ``as_of``: valid_from <= T AND (valid_to IS NULL OR valid_to > T)."""
     at = pa.scalar(as_of, UTC_MICROS)
     return (pc.field("valid_from") <= at) & (pc.field("valid_to").is_null() | (pc.field("valid_to") > at))
-
-
-def _last_per_key(table: pa.Table, keys: list[str], ordering: str, values: list[str]) -> pa.Table:
-    """Per ``keys``, the ``values`` of the row with the greatest ``ordering`` (Spark's max_by; rows
-    without an ordering are the caller's to drop) and that greatest ``ordering``."""
-    ordered = table.sort_by([(ordering, "ascending")])
-    newest = ordered.group_by(keys, use_threads=False).aggregate(
-        [(value, "last", _LAST) for value in values] + [(ordering, "max")]
-    )
-    return newest.rename_columns(
-        [name.removesuffix("_last").removesuffix("_max") for name in newest.column_names]
-    )

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from offsetlake.audit_ids import new_run_id
 from offsetlake.contract.tables import DEFAULT_SCHEMA
 from offsetlake.errors import OffsetlakeError, UsageError
 from offsetlake.kafka.connect_rest import ConnectRest
@@ -45,7 +46,6 @@ from offsetlake.mm2_reset.plan import (
     verify_rest_reset,
     verify_tombstones,
 )
-from offsetlake.run_ids import new_run_id
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -46,32 +46,8 @@ def _typed_member(json_part: _ConnectJson, name: str, kind: str) -> Column:
     return sf.when(is_kind, sf.try_variant_get(json_part.col(name), "$", kind))
 
 
-def decode_connect_offsets(df: DataFrame, key: str = "key", value: str = "value") -> DataFrame:
-    """``codecs.connect.decode_connect_offset`` plus ``mirror_source_position``, as Spark columns.
-
-    Decoded: ``connector``, ``source_partition`` / ``source_offset`` (the JSON documents; object
-    keys sorted, as a VARIANT renders them), ``tombstone`` (no value or JSON ``null``), and for
-    MirrorSourceConnector's ``{cluster, partition, topic}`` keys ``source_cluster``, ``topic``,
-    ``partition`` and ``upstream_offset`` (NULL when reset). Divergences from Python's ``json`` are
-    json_text_spark's module docstring's (duplicate keys, integers beyond INT64).
-    """
-    key_json = _ConnectJson(sf.col(key), "connect offset key", "ck")
-    value_json = _ConnectJson(sf.col(value), "connect offset value", "cv")
-    stages = [
-        {**key_json.parse_stage(), **value_json.parse_stage()},
-        {**key_json.document_stage(), **value_json.document_stage()},
-        {
-            **key_json.member_stage({"connector": "$[0]", "partition": "$[1]"}),
-            **value_json.member_stage({"offset": "$.offset"}),
-        },
-        key_json.member_stage(
-            {"p_cluster": "$[1].cluster", "p_topic": "$[1].topic", "p_partition": "$[1].partition"}
-        ),
-    ]
-    staged = df
-    for stage in stages:
-        staged = add_columns(staged, stage)
-
+def _key_checks(key: str, key_json: _ConnectJson) -> Checks:
+    """A key's checks, in codecs.connect's order: present, JSON, ``[connector, {partition}]``."""
     checks = Checks()
     checks.add(sf.col(key).isNull(), sf.lit(f"connect offset key: {missing('key')}"))
     key_json.parse_checks(checks)
@@ -101,7 +77,11 @@ def decode_connect_offsets(df: DataFrame, key: str = "key", value: str = "value"
             python_type_name(key_json.col("partition_type")),
         ),
     )
-    value_present = sf.col(value).isNotNull()
+    return checks
+
+
+def _value_checks(value_json: _ConnectJson) -> tuple[Checks, Column]:
+    """A present value's checks (JSON, an object or null) and its document's variant type."""
     value_checks = Checks()
     value_json.parse_checks(value_checks)
     value_type = value_json.col("doc_type")
@@ -112,6 +92,38 @@ def decode_connect_offsets(df: DataFrame, key: str = "key", value: str = "value"
             python_type_name(value_type),
         ),
     )
+    return value_checks, value_type
+
+
+def decode_connect_offsets(df: DataFrame, key: str = "key", value: str = "value") -> DataFrame:
+    """``codecs.connect.decode_connect_offset`` plus ``mirror_source_position``, as Spark columns.
+
+    Decoded: ``connector``, ``source_partition`` / ``source_offset`` (the JSON documents; object
+    keys sorted, as a VARIANT renders them), ``tombstone`` (no value or JSON ``null``), and for
+    MirrorSourceConnector's ``{cluster, partition, topic}`` keys ``source_cluster``, ``topic``,
+    ``partition`` and ``upstream_offset`` (NULL when reset). Divergences from Python's ``json`` are
+    json_text_spark's module docstring's (duplicate keys, integers beyond INT64).
+    """
+    key_json = _ConnectJson(sf.col(key), "connect offset key", "ck")
+    value_json = _ConnectJson(sf.col(value), "connect offset value", "cv")
+    stages = [
+        {**key_json.parse_stage(), **value_json.parse_stage()},
+        {**key_json.document_stage(), **value_json.document_stage()},
+        {
+            **key_json.member_stage({"connector": "$[0]", "partition": "$[1]"}),
+            **value_json.member_stage({"offset": "$.offset"}),
+        },
+        key_json.member_stage(
+            {"p_cluster": "$[1].cluster", "p_topic": "$[1].topic", "p_partition": "$[1].partition"}
+        ),
+    ]
+    staged = df
+    for stage in stages:
+        staged = add_columns(staged, stage)
+
+    checks = _key_checks(key, key_json)
+    value_present = sf.col(value).isNotNull()
+    value_checks, value_type = _value_checks(value_json)
     tombstone = sf.col(value).isNull() | (value_type == "VOID")
     partition = _typed_member(key_json, "p_partition", "bigint")
     topic = _typed_member(key_json, "p_topic", "string")

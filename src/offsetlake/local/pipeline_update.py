@@ -2,7 +2,7 @@
 
 ``run_pipeline`` writes the home's spec (local/pipeline_spec.py), runs the ``spark-pipelines run``
 CLI, streams its output, and returns per-flow outcomes, timings and restarts judged from the
-progress events (local/run_log.py). The CLI starts its own local Spark Connect server, or uses a
+progress events (local/update_log.py). The CLI starts its own local Spark Connect server, or uses a
 WarmServer kept running between updates (local/connect_server.py, ``pipeline run --every``).
 Around it: one run at a time on a home (its run lock), gold no worse than before the update (the
 gold guard), and no process left behind whatever ends it.
@@ -35,9 +35,9 @@ from offsetlake.local.pipeline_spec import (
     write_spec,
 )
 from offsetlake.local.processes import DEFAULT_GRACE_S, interruptible, run_group
-from offsetlake.local.run_log import FlowOutcome, RunLog, is_event, judge
-from offsetlake.local.run_progress import RunProgress
 from offsetlake.local.spark import jvm_start_conf
+from offsetlake.local.update_log import FlowOutcome, UpdateLog, is_event, judge
+from offsetlake.local.update_progress import UpdateProgress
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -89,7 +89,7 @@ def run_pipeline(
     stop: threading.Event | None = None,
 ) -> PipelineRunResult:
     """Run one pipeline update; ``echo`` receives each progress event, and after each flow that
-    ends a ``progress: ...`` line (local/run_progress.py); the full log goes to a file.
+    ends a ``progress: ...`` line (local/update_progress.py); the full log goes to a file.
 
     ``refresh`` names the only datasets to update (``spark-pipelines run --refresh``); empty means
     every dataset. It cannot be combined with ``full_refresh``.
@@ -109,7 +109,7 @@ def run_pipeline(
     failed update stops that server before gold is settled: its flows may still be running.
 
     Setting ``stop`` (a signal handler may) ends the update as a failure, gold settled as above; so
-    does a flow failing on an error of the graph (``RunLog.graph_errors``).
+    does a flow failing on an error of the graph (``UpdateLog.graph_errors``).
     """
     layout = LocalHome.resolve(home)
     if server is not None:
@@ -176,23 +176,17 @@ def _check_server(server: WarmServer, home: LocalHome, kafka_properties: Path | 
         raise ConnectServerError("the warm local Spark Connect server is not running")
 
 
-def _run_update(
+def _update_env(
     settings: PipelineSettings,
     home: LocalHome,
-    *,
-    full_refresh: bool,
-    refresh: Sequence[str],
-    echo: Callable[[str], None] | None,
-    spark_conf: Mapping[str, str] | None,
-    timeout_s: float | None,
     kafka_properties: Path | None,
     server: WarmServer | None,
-    stop: threading.Event,
-) -> PipelineRunResult:
-    guard = GoldGuard(home.root)
-    recovered = guard.recover()
-    command = spark_pipelines_command(write_spec(home, settings, spark_conf), full_refresh, refresh)
-    log_path = home.last_run_log
+    echo: Callable[[str], None] | None,
+    *,
+    full_refresh: bool,
+) -> tuple[dict[str, str], float]:
+    """The environment spark-pipelines runs in, and the grace its JVM gets to exit: a local Spark
+    Connect server it starts (the JIT chosen for the backlog), or the warm ``server``'s."""
     grace_s = DEFAULT_GRACE_S
     if server is None:
         jit = _choose_jit(settings, home, kafka_properties, full_refresh=full_refresh)
@@ -213,8 +207,29 @@ def _run_update(
         }
     else:
         env = {**spark_env(home, kafka_properties), **server.client_env()}
-    log = RunLog()
-    progress = RunProgress()
+    return env, grace_s
+
+
+def _run_update(
+    settings: PipelineSettings,
+    home: LocalHome,
+    *,
+    full_refresh: bool,
+    refresh: Sequence[str],
+    echo: Callable[[str], None] | None,
+    spark_conf: Mapping[str, str] | None,
+    timeout_s: float | None,
+    kafka_properties: Path | None,
+    server: WarmServer | None,
+    stop: threading.Event,
+) -> PipelineRunResult:
+    guard = GoldGuard(home.root)
+    recovered = guard.recover()
+    command = spark_pipelines_command(write_spec(home, settings, spark_conf), full_refresh, refresh)
+    log_path = home.last_run_log
+    env, grace_s = _update_env(settings, home, kafka_properties, server, echo, full_refresh=full_refresh)
+    log = UpdateLog()
+    progress = UpdateProgress()
 
     def on_line(line: str) -> None:
         log_file.write(line)

@@ -1,7 +1,7 @@
 """A pipeline update's progress while it runs: flows done of those planned, by layer, and the time.
 
 Why: an update takes a minute or more locally, and its event lines (``Flow x is RUNNING.``) do not
-say how far it is. ``RunProgress`` reads the same events ``run_log`` judges and, each time a flow
+say how far it is. ``UpdateProgress`` reads the same events ``update_log`` judges and, each time a flow
 completes or fails, says ``progress: 7/21 flows done (bronze 5/5, silver 2/8, gold 0/8), 41 s``.
 The flows counted are those the run QUEUED or PLANNED, or any other it reports (an EXCLUDED flow
 is not run); the time is counted from the run's first event. The events carry no row counts, and
@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Final
 
 from offsetlake.contract.tables import ALL_TABLES, TableSpec
-from offsetlake.local.run_log import parse_flow_event
+from offsetlake.local.update_log import parse_flow_event
 
 PROGRESS_PREFIX: Final = "progress: "
 _ENDED: Final = frozenset({"COMPLETED", "FAILED"})
@@ -39,11 +39,11 @@ FLOW_LAYERS: Final[Mapping[str, str]] = {spec.name: _layer(spec) for spec in ALL
 
 
 def is_progress(line: str) -> bool:
-    """A line ``RunProgress`` made, for echo filters that pass only some lines."""
+    """A line ``UpdateProgress`` made, for echo filters that pass only some lines."""
     return line.startswith(PROGRESS_PREFIX)
 
 
-class RunProgress:
+class UpdateProgress:
     """Fed every line of a run; ``feed`` returns a progress line when a flow has just ended."""
 
     def __init__(self, layers: Mapping[str, str] = FLOW_LAYERS) -> None:

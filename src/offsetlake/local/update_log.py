@@ -72,7 +72,7 @@ class FlowOutcome:
 
 
 @dataclass
-class RunLog:
+class UpdateLog:
     """What a spark-pipelines run printed, reduced to the facts that decide success."""
 
     flows: dict[str, list[tuple[datetime, str]]] = field(default_factory=dict)
@@ -169,7 +169,7 @@ class RunLog:
         return sorted(failed)
 
 
-def judge(exit_code: int, log: RunLog) -> tuple[bool, str]:
+def judge(exit_code: int, log: UpdateLog) -> tuple[bool, str]:
     """(succeeded, why). See the module docstring for the rule."""
     outcomes = log.outcomes()
     failed = log.failed_unrecovered()

@@ -10,9 +10,9 @@ import pytest
 
 from offsetlake.cli.failover import shown_during_refresh
 from offsetlake.contract.settings import PipelineSettings
-from offsetlake.local import pipeline_run
-from offsetlake.local.pipeline_run import run_pipeline
-from offsetlake.local.run_progress import FLOW_LAYERS, RunProgress, is_progress
+from offsetlake.local import pipeline_update
+from offsetlake.local.pipeline_update import run_pipeline
+from offsetlake.local.update_progress import FLOW_LAYERS, UpdateProgress, is_progress
 from offsetlake.mirror.clusters import ClusterEndpoint
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -21,7 +21,7 @@ RESTARTED = RECORDED / "update_with_a_restarted_flow.log"
 
 def _progress(path: Path) -> list[tuple[str, str]]:
     """(the event that made a progress line, that line) for each progress line of a recorded run."""
-    tracker = RunProgress()
+    tracker = UpdateProgress()
     made = []
     for line in path.read_text(encoding="utf-8").splitlines():
         progress = tracker.feed(line + "\n")
@@ -52,7 +52,7 @@ def test_flows_outside_the_selection_are_not_counted() -> None:
 
 
 def test_an_event_printed_twice_makes_one_progress_line() -> None:
-    tracker = RunProgress()
+    tracker = UpdateProgress()
     queued = "2026-11-21 07:40:02: Flow spark_catalog.offsetlake.bronze_checkpoints is QUEUED."
     completed = "2026-11-21 07:40:08: Flow spark_catalog.offsetlake.bronze_checkpoints has COMPLETED."
     assert tracker.feed(queued) is None
@@ -73,7 +73,7 @@ def test_the_update_echoes_progress_lines_as_flows_end(
     right after the event that made it."""
     script = tmp_path / "engine.py"
     script.write_text(f"print(open({str(RESTARTED)!r}).read(), flush=True)\n")
-    monkeypatch.setattr(pipeline_run, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
+    monkeypatch.setattr(pipeline_update, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
     settings = PipelineSettings(
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )

@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "offsetlake"
 FEATURES = sorted([*PACKAGE.glob("apply/*.py"), *PACKAGE.glob("mm2_reset/*.py")])
 ASKING = {"on_databricks", "local_home", "get_spark", "get_local_spark", "command_home"}
 """Calls that find where a command runs, its home or its session."""
-ABOVE_APPLY = ("offsetlake.local", "offsetlake.runtime", "offsetlake.failover", "offsetlake.cli")
-ABOVE_FEATURES = ("offsetlake.runtime", "offsetlake.failover", "offsetlake.cli", "offsetlake.local.spark")
+ABOVE_APPLY = ("offsetlake.local", "offsetlake.sessions", "offsetlake.failover", "offsetlake.cli")
+ABOVE_FEATURES = ("offsetlake.sessions", "offsetlake.failover", "offsetlake.cli", "offsetlake.local.spark")
 
 
 def imported(tree: ast.AST) -> set[str]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from databricks.sdk.service.jobs import RunTask
 
-from offsetlake.databricks.run_report import (
+from offsetlake.databricks.job_report import (
     JobsApiError,
     RunReport,
     TaskOutcome,

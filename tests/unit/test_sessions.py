@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake import runtime as runtime_session
+from offsetlake import sessions
 from offsetlake.apply import run
 from offsetlake.apply.store import SparkGoldStore
 from offsetlake.cli import stores
@@ -29,16 +29,16 @@ class FakeSession:
 def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.delitem(sys.modules, runtime_session.RUNTIME_MODULE, raising=False)
+    monkeypatch.delitem(sys.modules, sessions.RUNTIME_MODULE, raising=False)
     # No PySpark session of the test process may answer for the runtime.
-    monkeypatch.setattr(runtime_session, "_active_session", lambda: None)
+    monkeypatch.setattr(sessions, "_active_session", lambda: None)
 
 
 def _fake_runtime(monkeypatch: pytest.MonkeyPatch, *, spark: object | None, local: bool) -> types.ModuleType:
-    module = types.ModuleType(runtime_session.RUNTIME_MODULE)
+    module = types.ModuleType(sessions.RUNTIME_MODULE)
     module.spark = spark  # type: ignore[attr-defined]
     module.is_local_implementation = local  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, runtime_session.RUNTIME_MODULE, module)
+    monkeypatch.setitem(sys.modules, sessions.RUNTIME_MODULE, module)
     return module
 
 
@@ -71,8 +71,8 @@ def test_on_databricks_the_runtime_session_is_returned(monkeypatch: pytest.Monke
     _fake_runtime(monkeypatch, spark=session, local=True)
     _local_spark_forbidden(monkeypatch)
 
-    assert runtime_session.on_databricks()
-    assert runtime_session.get_spark() is session
+    assert sessions.on_databricks()
+    assert sessions.get_spark() is session
     assert _apply_session() is session
 
 
@@ -84,7 +84,7 @@ def test_runtime_reporting_a_non_local_implementation_is_databricks(
     _fake_runtime(monkeypatch, spark=session, local=False)
     _local_spark_forbidden(monkeypatch)
 
-    assert runtime_session.on_databricks()
+    assert sessions.on_databricks()
     assert _apply_session() is session
 
 
@@ -94,7 +94,7 @@ def test_off_databricks_the_apply_job_reads_the_local_warehouse_without_spark(
     _fake_runtime(monkeypatch, spark=None, local=True)
     _local_spark_forbidden(monkeypatch)
 
-    assert not runtime_session.on_databricks()
+    assert not sessions.on_databricks()
     store = stores.gold_store_for(run.ApplyRequest(dry_run=True), stores.command_home())
     assert isinstance(store, LocalGoldStore)
     assert (store.home, store.schema) == (LocalHome(offsetlake_home), LOCAL_SCHEMA)
@@ -115,17 +115,17 @@ def test_off_databricks_the_sdk_runtime_is_not_imported(
     monkeypatch: pytest.MonkeyPatch, offsetlake_home: Path
 ) -> None:
     """Its import tries to authenticate a workspace client: not done without the runtime."""
-    monkeypatch.setattr(runtime_session, "find_spec", lambda name: None)
+    monkeypatch.setattr(sessions, "find_spec", lambda name: None)
 
     def no_import(name: str) -> None:
         raise AssertionError(f"imported {name}")
 
-    monkeypatch.setattr(runtime_session, "import_module", no_import)
+    monkeypatch.setattr(sessions, "import_module", no_import)
     marker = _local_spark_marker(monkeypatch)
 
-    assert not runtime_session.on_databricks({})
-    assert runtime_session.get_spark({}) is marker
-    assert runtime_session.RUNTIME_MODULE not in sys.modules
+    assert not sessions.on_databricks({})
+    assert sessions.get_spark({}) is marker
+    assert sessions.RUNTIME_MODULE not in sys.modules
 
 
 def test_on_databricks_without_a_session_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,7 +133,7 @@ def test_on_databricks_without_a_session_a_clear_error(monkeypatch: pytest.Monke
     _fake_runtime(monkeypatch, spark=None, local=True)
     _local_spark_forbidden(monkeypatch)
 
-    with pytest.raises(runtime_session.NoDatabricksSessionError) as raised:
+    with pytest.raises(sessions.NoDatabricksSessionError) as raised:
         _apply_session()
 
     assert isinstance(raised.value, ExternalError)
@@ -148,16 +148,16 @@ def test_on_databricks_an_unimportable_sdk_runtime_is_the_clear_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "17.3")
-    monkeypatch.setattr(runtime_session, "find_spec", lambda name: None)
+    monkeypatch.setattr(sessions, "find_spec", lambda name: None)
 
     def failing_import(name: str) -> None:
         raise ValueError("default auth: cannot configure default credentials")
 
-    monkeypatch.setattr(runtime_session, "import_module", failing_import)
+    monkeypatch.setattr(sessions, "import_module", failing_import)
     _local_spark_forbidden(monkeypatch)
 
-    with pytest.raises(runtime_session.NoDatabricksSessionError, match="no Spark session"):
-        runtime_session.get_spark()
+    with pytest.raises(sessions.NoDatabricksSessionError, match="no Spark session"):
+        sessions.get_spark()
 
 
 def test_on_databricks_the_runtime_jvm_is_attached_to_only_when_handed_over(
@@ -169,10 +169,10 @@ def test_on_databricks_the_runtime_jvm_is_attached_to_only_when_handed_over(
     _fake_runtime(monkeypatch, spark=None, local=False)
     _local_spark_forbidden(monkeypatch)
     session = FakeSession()
-    monkeypatch.setattr(runtime_session, "_attached_session", lambda: session)
+    monkeypatch.setattr(sessions, "_attached_session", lambda: session)
 
-    with pytest.raises(runtime_session.NoDatabricksSessionError):
-        runtime_session.get_spark()
+    with pytest.raises(sessions.NoDatabricksSessionError):
+        sessions.get_spark()
 
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "41234")
-    assert runtime_session.get_spark() is session
+    assert sessions.get_spark() is session
