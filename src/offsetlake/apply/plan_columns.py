@@ -33,7 +33,6 @@ from offsetlake.apply.planner import (
     MOVES,
     PAST_END,
     Action,
-    GoldOffset,
     Guards,
     PlanRow,
     TargetGroup,
@@ -50,6 +49,7 @@ from offsetlake.apply.planner import (
     plan_partition,
     rewind_reason,
 )
+from offsetlake.contract.gold import GoldOffset
 from offsetlake.mirror.positions import GroupPartition
 
 if TYPE_CHECKING:
