@@ -55,16 +55,28 @@ class Pair:
 
 
 @contextmanager
-def replicated_pair(root: Path) -> Iterator[Pair]:
-    """Clusters under ``root``, replicated and checkpointed, and an empty home; stopped afterwards."""
+def private_pair(root: Path) -> Iterator[tuple[ClusterPair, MirrorSettings]]:
+    """A local pair of its own under ``root`` and the simulator's settings for ``primary`` -> ``dr``
+    on it; the clusters are stopped afterwards."""
     clusters = start_clusters(root / "clusters", preferred_ports=None)
     try:
-        settings = MirrorSettings(
-            source_alias=SOURCE_ALIAS,
-            target_alias=TARGET_ALIAS,
-            source_bootstrap=clusters.source.bootstrap_servers,
-            target_bootstrap=clusters.target.bootstrap_servers,
+        yield (
+            clusters,
+            MirrorSettings(
+                source_alias=SOURCE_ALIAS,
+                target_alias=TARGET_ALIAS,
+                source_bootstrap=clusters.source.bootstrap_servers,
+                target_bootstrap=clusters.target.bootstrap_servers,
+            ),
         )
+    finally:
+        stop_clusters(root / "clusters")
+
+
+@contextmanager
+def replicated_pair(root: Path) -> Iterator[Pair]:
+    """Clusters under ``root``, replicated and checkpointed, and an empty home; stopped afterwards."""
+    with private_pair(root) as (clusters, settings):
         with MirrorSimulator(settings) as simulator:
             simulator.create_topic(TOPIC, PARTITIONS)
             simulator.produce(TOPIC, 20, transaction_size=5)
@@ -78,5 +90,3 @@ def replicated_pair(root: Path) -> Iterator[Pair]:
         home = root / "home"
         home.mkdir()
         yield Pair(home, clusters, remote_topic)
-    finally:
-        stop_clusters(root / "clusters")

@@ -27,15 +27,14 @@ from pathlib import Path
 
 import pytest
 
-from offsetlake_dev.local_cluster import ClusterPair, paused, start_clusters, stop_clusters
-from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
+from offsetlake_dev.local_cluster import ClusterPair, paused
+from offsetlake_dev.simulate import MirrorSimulator
+from tests.e2e.replicated_pair import SOURCE_ALIAS, TARGET_ALIAS, private_pair
 from tests.kafka_helpers import committed_offsets, produce
 from tests.process_helpers import offsetlake_cli
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-SOURCE_ALIAS = "primary"
-TARGET_ALIAS = "dr"
 TOPIC = "orders"
 PARTITIONS = 2
 FILTERED_FIRST = 3
@@ -101,31 +100,19 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     if os.environ.get("OFFSETLAKE_TEST_SOURCE_BOOTSTRAP"):
         pytest.skip("pausing the source needs the local broker's process; a real pair cannot be paused here")
     root = tmp_path_factory.mktemp("promise")
-    clusters = start_clusters(root / "clusters", preferred_ports=None)
     home = root / "home"
     home.mkdir()
-    try:
-        settings = MirrorSettings(
-            source_alias=SOURCE_ALIAS,
-            target_alias=TARGET_ALIAS,
-            source_bootstrap=clusters.source.bootstrap_servers,
-            target_bootstrap=clusters.target.bootstrap_servers,
-        )
-        with MirrorSimulator(settings) as simulator:
-            simulator.create_topic(TOPIC, PARTITIONS)
-            simulator.produce(TOPIC, FILTERED_FIRST, filter_every=1)
-            simulator.produce(TOPIC, 25, transaction_size=5)
-            simulator.replicate()
-            simulator.commit()
-            for group, offsets in GROUPS.items():
-                simulator.commit_source_group(group, {(TOPIC, p): offset for p, offset in offsets.items()})
-            emitted = simulator.emit_checkpoints(CHECKPOINTED)
-            assert {c.group for c in emitted} == {"mid", "rewound"}, "no checkpoint before the first sync"
-            yield Scenario(
-                home, clusters, simulator, {group: dict(offsets) for group, offsets in GROUPS.items()}
-            )
-    finally:
-        stop_clusters(root / "clusters")
+    with private_pair(root) as (clusters, settings), MirrorSimulator(settings) as simulator:
+        simulator.create_topic(TOPIC, PARTITIONS)
+        simulator.produce(TOPIC, FILTERED_FIRST, filter_every=1)
+        simulator.produce(TOPIC, 25, transaction_size=5)
+        simulator.replicate()
+        simulator.commit()
+        for group, offsets in GROUPS.items():
+            simulator.commit_source_group(group, {(TOPIC, p): offset for p, offset in offsets.items()})
+        emitted = simulator.emit_checkpoints(CHECKPOINTED)
+        assert {c.group for c in emitted} == {"mid", "rewound"}, "no checkpoint before the first sync"
+        yield Scenario(home, clusters, simulator, {group: dict(offsets) for group, offsets in GROUPS.items()})
 
 
 def test_every_committed_partition_is_placed_with_the_source_down(scenario: Scenario) -> None:
