@@ -145,7 +145,7 @@ def run_failover(
                 with clock.phase("refresh"):
                     refresh = _refresh(request, request.settings, echo)
             applied = _apply(request, clock, gold_store, secrets)
-            applied_phases = applied.phases
+            applied_phases += applied.phases  # after a dropped attempt's time, if any
         with clock.phase("probe"):
             checks = probes.checks()
     phases = clock.times(expected=("probe", "refresh")) + applied_phases
