@@ -119,7 +119,7 @@ class Scenario:
         if completed.returncode != 0:
             print(f"  {args[0]} exit {completed.returncode}: {(completed.stdout + completed.stderr)[-1500:]}")
         for line in completed.stdout.splitlines():
-            if line.startswith(("time by phase:", "probe: ")):
+            if line.startswith(("time by phase:", "probe: ", "cluster ")):
                 print(f"  {line}")
         return time.monotonic() - started, completed.returncode
 
