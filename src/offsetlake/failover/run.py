@@ -49,8 +49,8 @@ DEFAULT_REFRESH_TIMEOUT_S = 300.0
 DEFAULT_PROBE_TIMEOUT_S = 10.0
 PROBE_GRACE_S: Final = 1.0
 """How long a failover waits for its probes to decide before the apply reads and plans beside
-them: a cluster that answers does so in a fraction of it (0.0-0.1 s on loopback, benchmarks/
-README.md), one that does not takes the whole probe timeout."""
+them: a cluster that answers does so in a fraction of it (0.0-0.1 s on loopback under load,
+benchmarks/README.md), one that does not takes the whole probe timeout."""
 
 
 class RefreshMode(StrEnum):
