@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offsetlake.local import class_archive
 from offsetlake.local.class_archive import (
@@ -257,3 +260,36 @@ def test_a_jvm_that_writes_the_archive_gets_time_to_exit(
     _, writing, mapping = _write_one_the_jvm_maps(monkeypatch)
     assert exit_grace_s(f"{OPTIONS} {writing}") == WRITE_GRACE_S > DEFAULT_GRACE_S
     assert exit_grace_s(f"{OPTIONS} {mapping}") == DEFAULT_GRACE_S
+
+
+@settings(max_examples=50)
+@given(
+    archives=st.lists(
+        st.tuples(st.integers(1, 400), st.integers(1, 10_000)),
+        min_size=0,
+        max_size=8,
+        unique_by=lambda a: a[1],
+    ),
+    in_use=st.integers(1, 400),
+)
+def test_after_any_start_the_cache_is_within_its_bounds_and_only_the_oldest_went(
+    archives: list[tuple[int, int]], in_use: int
+) -> None:
+    """Whatever the cache held (sizes, last mapped), a start that maps an archive leaves it, at most
+    MAX_ARCHIVES archives and MAX_BYTES, and every archive deleted older than every one kept."""
+    with tempfile.TemporaryDirectory() as directory:
+        cache = Path(directory)
+        keep = _archive(cache, "pipeline-ffffffffffffffff", in_use, 0)
+        paths = {
+            _archive(cache, f"server-{n:016x}", size, age): age for n, (size, age) in enumerate(archives, 1)
+        }
+        budget = 1000
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(class_archive, "MAX_BYTES", budget)
+            class_archive._prune(cache, keep=keep, reserve=True)
+        kept = sorted(cache.glob("*.jsa"))
+        assert keep in kept
+        assert len(kept) <= class_archive.MAX_ARCHIVES
+        assert sum(path.stat().st_size for path in kept) <= budget
+        gone = [age for path, age in paths.items() if not path.exists()]
+        assert all(age > paths[path] for age in gone for path in kept if path != keep)
