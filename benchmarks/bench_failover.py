@@ -18,7 +18,10 @@ second pipeline). ``--measure refresh`` times ``offsetlake pipeline run`` with t
 (the pipeline's own robustness), counting ``CANNOT_OPEN_SOCKET`` in its log.
 
 Prints per repeat: seconds, exit status, applied/checkpointed partitions, CANNOT_OPEN_SOCKET
-lines, and the failover's own time by phase; then the median per load. Goal (issue 23): a
+lines, and the failover's own time by phase (with what its probe ran beside); then the median per
+load. With the source dead, each failover is also printed against ``--probe-timeout``, the probe's
+own bound (issue 50: <= the bound + 1 s idle, + 2 s beside a test run: the apply reads and plans
+while the dead source's probe waits). The header names the commit measured. Goal (issue 23): a
 failover with a dead source, busy or not, applies every checkpointed partition.
 """
 
@@ -38,6 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from offsetlake.failover.run import DEFAULT_PROBE_TIMEOUT_S
 from offsetlake.kafka.admin import list_committed_offsets
 from offsetlake.kafka.clients import admin
 from offsetlake.local.home import HOME_ENV
@@ -115,7 +119,7 @@ class Scenario:
         if completed.returncode != 0:
             print(f"  {args[0]} exit {completed.returncode}: {(completed.stdout + completed.stderr)[-1500:]}")
         for line in completed.stdout.splitlines():
-            if line.startswith("time by phase:"):
+            if line.startswith(("time by phase:", "probe: ", "cluster ")):
                 print(f"  {line}")
         return time.monotonic() - started, completed.returncode
 
@@ -145,7 +149,7 @@ class Scenario:
         log.unlink(missing_ok=True)
         with self.source_dead():
             if self.options.measure == "failover":
-                seconds, code = self.run("failover")
+                seconds, code = self.run("failover", "--probe-timeout", f"{self.options.probe_timeout:g}")
             else:
                 seconds, code = self.run("pipeline", "run")
         applied = self.applied(expected) if self.options.measure == "failover" else len(expected)
@@ -236,7 +240,14 @@ def main(argv: list[str] | None = None) -> None:
         help="pause the source during each run (dead) or leave it up: a healthy failover refreshes first",
     )
     parser.add_argument("--cluster-timeout-ms", type=int, default=5000, help="as the failover tests")
+    parser.add_argument(
+        "--probe-timeout",
+        type=float,
+        default=DEFAULT_PROBE_TIMEOUT_S,
+        help="the failover's --probe-timeout: what a dead source's probe waits",
+    )
     options = parser.parse_args(argv)
+    against_bound = options.measure == "failover" and options.source == "dead"
 
     medians: dict[str, float] = {}
     failures = 0
@@ -255,7 +266,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(
                     f"{options.measure} with the source {options.source}: {options.groups} groups x "
                     f"{options.partitions} partitions, cluster timeout {options.cluster_timeout_ms} ms, "
-                    f"{options.cpu_hogs} cpu hogs; load average {os.getloadavg()[0]:.2f}"
+                    f"{options.cpu_hogs} cpu hogs, probe timeout {options.probe_timeout:g}s; "
+                    f"commit {_commit()}; load average {os.getloadavg()[0]:.2f}"
                 )
                 # Production has run the pipeline before the outage: gold holds translations.
                 scenario.new_checkpoints()
@@ -272,13 +284,41 @@ def main(argv: list[str] | None = None) -> None:
                                 f"{kind:>15} #{number}: {outcome.seconds:6.1f}s exit={outcome.exit_code} "
                                 f"applied={outcome.applied}/{outcome.expected} "
                                 f"{SOCKET_ERROR}={outcome.socket_errors} ok={outcome.ok}"
+                                + (
+                                    f" probe bound +{outcome.seconds - options.probe_timeout:.1f}s"
+                                    if against_bound
+                                    else ""
+                                )
                             )
                     medians[kind] = statistics.median(seconds)
     for kind, median in medians.items():
-        print(f"median {options.measure}, {kind}: {median:.1f}s (load average now {os.getloadavg()[0]:.2f})")
+        bound = (
+            f" = probe bound {options.probe_timeout:g}s + {median - options.probe_timeout:.1f}s"
+            if against_bound
+            else ""
+        )
+        print(
+            f"median {options.measure}, {kind}: {median:.1f}s{bound} "
+            f"(load average now {os.getloadavg()[0]:.2f})"
+        )
     print(f"runs not ok (non-zero exit or a checkpointed partition not applied): {failures}")
     if failures:
         raise SystemExit(1)
+
+
+def _commit() -> str:
+    """The checkout's commit, ``+dirty`` when files differ from it."""
+    repo = Path(__file__).resolve().parent
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], check=False, capture_output=True, text=True
+    )
+    dirty = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    return (head.stdout.strip() or "unknown") + ("+dirty" if dirty.stdout.strip() else "")
 
 
 if __name__ == "__main__":

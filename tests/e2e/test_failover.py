@@ -200,6 +200,12 @@ def test_source_dead_before_the_first_refresh_fails_over_from_target_checkpoints
         run.stdout,
         re.MULTILINE,
     ), run.stdout
+    # The dead source's probe ran beside the apply's reads and plan (issue 50), and the report says so.
+    assert re.search(
+        r"^probe: \d+\.\ds in all, beside the apply's reads and plan; \d+\.\ds of it waited for alone",
+        run.stdout,
+        re.MULTILINE,
+    ), run.stdout
 
     # the target groups are where MM2 says; gold has not seen the checkpoints yet (no update ran)
     for group in GROUPS:

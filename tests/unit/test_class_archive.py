@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offsetlake.local import class_archive
 from offsetlake.local.class_archive import (
@@ -77,9 +82,71 @@ def test_a_written_archive_the_jvm_maps_is_adopted_and_used(
     assert class_archive_options("pipeline", OPTIONS) == options
 
 
-def test_a_file_cut_short_is_never_used_and_is_removed_once_abandoned(
+def test_a_file_cut_short_by_a_writer_that_is_gone_is_removed_at_the_next_start_and_never_used(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A JVM killed while writing left 108 MB behind: the next start deletes it and its claim."""
+    written = _written_path(class_archive_options("pipeline", OPTIONS))
+    written.write_bytes(b"cut")
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: False)
+    _age(written, 10)
+    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)  # claimed anew
+    assert not written.exists()
+    assert not list(cache.glob("*.jsa"))
+
+
+def test_a_stale_file_of_another_purpose_is_removed_at_any_start(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = _written_path(class_archive_options("server", OPTIONS))
+    written.write_bytes(b"cut")
+    _age(written, 10)
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: False)
+    class_archive_options("session", OPTIONS)
+    assert not written.exists()
+    assert not list(cache.glob("server-*"))  # its claim too: the next server JVM writes again
+
+
+def test_a_whole_file_of_another_purpose_is_adopted_at_any_start(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = _written_path(class_archive_options("server", OPTIONS))
+    written.write_bytes(b"archive")
+    _age(written, 10)
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: path == written)
+    class_archive_options("session", OPTIONS)
+    (archive,) = cache.glob("server-*.jsa")
+    assert archive.read_bytes() == b"archive" and not written.exists()
+    assert f"-XX:SharedArchiveFile={archive}" in class_archive_options("server", OPTIONS)
+
+
+def test_a_file_whose_writer_still_runs_is_left_alone(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JVM writing at exit has the file on its command line; here a stand-in process has it."""
+    written = _written_path(class_archive_options("pipeline", OPTIONS))
+    written.write_bytes(b"half")
+    _age(written, 10)  # even untouched for a while (a busy machine)
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: pytest.fail("checked while written"))
+    script = "import sys; print('up', flush=True); sys.stdin.read()"
+    with subprocess.Popen(
+        [sys.executable, "-c", script, f"-XX:ArchiveClassesAtExit={written}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as writer:
+        assert writer.stdout is not None and writer.stdout.readline() == "up\n"
+        assert class_archive_options("pipeline", OPTIONS) == ""
+        assert written.exists()
+        writer.communicate("")  # the writer exits without finishing the file
+    monkeypatch.setattr(class_archive, "_accepted", lambda path: False)
+    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
+    assert not written.exists()
+
+
+def test_without_proc_a_refused_file_is_removed_only_once_abandoned(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no /proc says whether its writer runs, a refused file waits CLAIM_TTL_S."""
+    monkeypatch.setattr(class_archive, "_command_lines", lambda: None)
     written = _written_path(class_archive_options("pipeline", OPTIONS))
     written.write_bytes(b"cut")
     monkeypatch.setattr(class_archive, "_accepted", lambda path: False)
@@ -87,11 +154,52 @@ def test_a_file_cut_short_is_never_used_and_is_removed_once_abandoned(
     assert class_archive_options("pipeline", OPTIONS) == ""  # still claimed, not adopted
     assert written.exists()
     _age(written, CLAIM_TTL_S + 1)
-    (claim,) = cache.glob("*.claim")
-    _age(claim, CLAIM_TTL_S + 1)
     assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
     assert not written.exists()
     assert not list(cache.glob("*.jsa"))
+
+
+def _archive(cache: Path, name: str, size: int, age_s: float) -> Path:
+    path = cache / f"{name}.jsa"
+    path.write_bytes(b"a" * size)
+    _age(path, age_s)
+    return path
+
+
+def test_the_least_recently_mapped_archives_beyond_the_count_are_evicted(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(class_archive, "MAX_ARCHIVES", 3)
+    newer = _archive(cache, "server-1111111111111111", 10, 60)
+    older = _archive(cache, "session-2222222222222222", 10, 120)
+    oldest = _archive(cache, "pipeline-3333333333333333", 10, 180)
+    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)  # the third place
+    assert newer.exists() and older.exists()
+    assert not oldest.exists()
+
+
+def test_the_least_recently_mapped_archives_beyond_the_bytes_are_evicted_never_the_one_in_use(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, _, mapping = _write_one_the_jvm_maps(monkeypatch)
+    (in_use,) = cache.glob("*.jsa")
+    _age(in_use, 3600)  # mapped long ago, mapped again now
+    monkeypatch.setattr(class_archive, "MAX_BYTES", in_use.stat().st_size + 25)
+    newer = _archive(cache, "server-1111111111111111", 20, 60)
+    older = _archive(cache, "session-2222222222222222", 20, 120)
+    assert class_archive_options("pipeline", OPTIONS) == mapping
+    assert in_use.exists() and newer.exists()
+    assert not older.exists()
+
+
+def test_a_jvm_that_maps_no_archive_and_writes_none_takes_no_place(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update with C2 (write=False) maps an archive only if one exists: it evicts nothing."""
+    monkeypatch.setattr(class_archive, "MAX_ARCHIVES", 2)
+    kept = [_archive(cache, f"server-{n}111111111111111", 10, 60 * n) for n in (1, 2)]
+    assert class_archive_options("pipeline", "-XX:+UseSerialGC", write=False) == ""
+    assert all(path.exists() for path in kept)
 
 
 def test_a_file_still_being_written_is_not_checked(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,3 +260,36 @@ def test_a_jvm_that_writes_the_archive_gets_time_to_exit(
     _, writing, mapping = _write_one_the_jvm_maps(monkeypatch)
     assert exit_grace_s(f"{OPTIONS} {writing}") == WRITE_GRACE_S > DEFAULT_GRACE_S
     assert exit_grace_s(f"{OPTIONS} {mapping}") == DEFAULT_GRACE_S
+
+
+@settings(max_examples=50)
+@given(
+    archives=st.lists(
+        st.tuples(st.integers(1, 400), st.integers(1, 10_000)),
+        min_size=0,
+        max_size=8,
+        unique_by=lambda a: a[1],
+    ),
+    in_use=st.integers(1, 400),
+)
+def test_after_any_start_the_cache_is_within_its_bounds_and_only_the_oldest_went(
+    archives: list[tuple[int, int]], in_use: int
+) -> None:
+    """Whatever the cache held (sizes, last mapped), a start that maps an archive leaves it, at most
+    MAX_ARCHIVES archives and MAX_BYTES, and every archive deleted older than every one kept."""
+    with tempfile.TemporaryDirectory() as directory:
+        cache = Path(directory)
+        keep = _archive(cache, "pipeline-ffffffffffffffff", in_use, 0)
+        paths = {
+            _archive(cache, f"server-{n:016x}", size, age): age for n, (size, age) in enumerate(archives, 1)
+        }
+        budget = 1000
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(class_archive, "MAX_BYTES", budget)
+            class_archive._prune(cache, keep=keep, reserve=True)
+        kept = sorted(cache.glob("*.jsa"))
+        assert keep in kept
+        assert len(kept) <= class_archive.MAX_ARCHIVES
+        assert sum(path.stat().st_size for path in kept) <= budget
+        gone = [age for path, age in paths.items() if not path.exists()]
+        assert all(age > paths[path] for age in gone for path in kept if path != keep)

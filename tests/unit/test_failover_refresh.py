@@ -63,7 +63,7 @@ def _failover(
         recorded.gold_when_opened = _gold_file(home).read_bytes()
         return ClosableEmptyGold()  # type: ignore[return-value]
 
-    def fake_apply(apply: ApplyRequest, *, store: GoldStore, secrets: object = None) -> ApplyResult:
+    def fake_apply(apply: ApplyRequest, *, store: GoldStore, **_: object) -> ApplyResult:
         recorded.events.append("apply")
         recorded.apply_request = apply
         return ApplyResult(apply, "run", ApplyStatus.OK, "target", "audit", datetime.now(UTC))

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
@@ -263,9 +263,12 @@ def run_apply(
     *,
     store: GoldStore,
     secrets: SecretsProvider | None = None,
+    before_writes: Callable[[], None] | None = None,
 ) -> ApplyResult:
     """One plan or apply run on ``store`` (the caller opens and closes it: while it is open no local
-    pipeline update rewrites gold under it); ``secrets`` replaces the Databricks secret scope."""
+    pipeline update rewrites gold under it); ``secrets`` replaces the Databricks secret scope;
+    ``before_writes`` is called once the plan is built, before the run writes anything (the plan's
+    audit, then the alters): a failover waits there for its probes and may raise to drop the run."""
     scrubber = SecretScrubber()
     try:
         secret_options = (
@@ -277,7 +280,7 @@ def run_apply(
             )
         scrubber = SecretScrubber(secret_options)
         config = _target_config(request, secret_options)
-        return _run(request, config=config, scrubber=scrubber, store=store)
+        return _run(request, config=config, scrubber=scrubber, store=store, before_writes=before_writes)
     except OffsetlakeError as error:
         raise error.rewritten(scrubber.scrub) from error
     except KafkaException as error:
@@ -303,6 +306,8 @@ class _Run:
     """``time.monotonic()`` at the start: the overall deadline counts from it."""
     clock: PhaseClock = field(default_factory=PhaseClock)
     """Each step times its phases on it (``ApplyResult.phases``)."""
+    before_writes: Callable[[], None] | None = None
+    """``run_apply``'s hook, called between the plan and its audit."""
 
     @property
     def schema(self) -> str:
@@ -318,14 +323,19 @@ class _Run:
 
 
 def _run(
-    request: ApplyRequest, *, config: dict[str, str], scrubber: SecretScrubber, store: GoldStore
+    request: ApplyRequest,
+    *,
+    config: dict[str, str],
+    scrubber: SecretScrubber,
+    store: GoldStore,
+    before_writes: Callable[[], None] | None = None,
 ) -> ApplyResult:
     """Read gold; read the target and its keep-alive interval; plan and audit the plan; then, for an
     apply the verdict does not stop first, execute and audit the results. The request names the
     schema it reads from here on: the store's when it named none."""
     request = replace(request, schema=request.schema or store.schema)
     run, result = _begin(request, config, scrubber, store)
-    done = _steps(run, result)
+    done = _steps(replace(run, before_writes=before_writes), result)
     return replace(done, phases=run.clock.times(expected=_EVERY_RUNS_PHASES))
 
 
@@ -549,6 +559,8 @@ def _plan_and_audit(
     set (a table absent without K2K mappings: cheap to find empty), recorded before any alter."""
     with run.clock.phase("plan"):
         plan, guards = _planned(run, result, offsets, target, keep_alive_after, known=known)
+    if run.before_writes is not None:
+        run.before_writes()
     with run.clock.phase("audit"):
         _append_audit(run, audit.plan_records(plan, run.info))
     return replace(result, plan=plan, refusing_groups=tuple(refused_by_active_policy(plan, guards)))

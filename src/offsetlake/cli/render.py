@@ -143,6 +143,7 @@ def failover_report(result: FailoverResult, *, details: bool = False) -> tuple[l
     scrub = applied.scrubber.scrub
     out = ["", "== offsetlake failover report =="]
     out += [probe_line(check) for check in result.checks]
+    out += [result.probe_beside] if result.probe_beside else []
     out += refresh_lines(result)
     out += [cluster_health_line(health, applied.reference_time) for health in applied.health]
     out += tail_lines(applied)

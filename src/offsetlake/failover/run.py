@@ -1,13 +1,21 @@
 """``run_failover``: the one call an operator makes during an outage, typed.
 
-Every cluster is asked for its metadata first, all at once and bounded (``probe_timeout_s``), so
-the report says what is reachable *now*. A refresh runs only when it can add something: with every
-cluster answering, an update of the datasets ``latest_offsets`` is computed from
-(contract/refresh_selection.py) adds the offset-sync and mapping translations of the newest group
-snapshots. With a source down it could add only the target's newest checkpoints, and the apply
-reads those itself (``ApplyRequest.checkpoint_tail``) without a JVM, so no refresh is started:
-measured, that is most of a failover's time, and the part a busy machine breaks. Then ``apply``
-with every guard it has, verified by reading the offsets back. It asks nothing interactively.
+Every cluster is asked for its metadata at the start, all at once and bounded
+(``probe_timeout_s``), so the report says what is reachable *now*. A refresh runs only when it can
+add something: with every cluster answering, an update of the datasets ``latest_offsets`` is
+computed from (contract/refresh_selection.py) adds the offset-sync and mapping translations of the
+newest group snapshots. With a source down it could add only the target's newest checkpoints, and
+the apply reads those itself (``ApplyRequest.checkpoint_tail``) without a JVM, so no refresh is
+started: measured, that is most of a failover's time, and the part a busy machine breaks. Then
+``apply`` with every guard it has, verified by reading the offsets back. It asks nothing
+interactively.
+
+A dead source costs no waiting of its own: its probe answers only at ``probe_timeout_s``. Clusters
+that answer do so within ``PROBE_GRACE_S``; when the probes have not decided by then, the apply
+reads gold, the checkpoint tail and the target and plans beside them, and waits for their decision
+before its first write (``run_apply``'s ``before_writes``). Should every cluster answer after all,
+those reads are dropped: the refresh needs the home alone and rewrites gold, and the apply reads
+gold again after it.
 
 A failover goes first: a local sync loop on the same home (``pipeline run --every``) is asked to
 stand aside before anything reads the home (local/locks.py), and the failover waits a bounded
@@ -17,11 +25,14 @@ time for it (an update in progress is stopped, gold put back); the loop resumes 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from types import TracebackType
+from typing import Final, Self
 
 from offsetlake.apply.phases import PhaseClock, PhaseTimes
 from offsetlake.apply.run import ApplyRequest, ApplyResult, run_apply
@@ -36,6 +47,10 @@ from offsetlake.local.pipeline_update import PipelineRunResult, existing_tables,
 
 DEFAULT_REFRESH_TIMEOUT_S = 300.0
 DEFAULT_PROBE_TIMEOUT_S = 10.0
+PROBE_GRACE_S: Final = 1.0
+"""How long a failover waits for its probes to decide before the apply reads and plans beside
+them: a cluster that answers does so in a fraction of it (0.0-0.1 s on loopback under load,
+benchmarks/README.md), one that does not takes the whole probe timeout."""
 
 
 class RefreshMode(StrEnum):
@@ -89,7 +104,10 @@ class FailoverResult:
     loop_stood_aside: str | None = None
     """``the local sync loop (process N) stood aside in 2.1s``, when one ran on the home."""
     phases: PhaseTimes = field(default_factory=PhaseTimes)
-    """Where the failover's time went: probe, refresh, then the apply's phases."""
+    """Where the failover's time went: probe, refresh, then the apply's phases; ``probe`` is the
+    time waited for the probes alone, so the phases add up to the failover's time."""
+    probe_beside: str | None = None
+    """What the probes ran beside when they did (``probe: 10.0s in all, beside ...``)."""
 
     @property
     def exit_code(self) -> int:
@@ -106,53 +124,173 @@ def run_failover(
     secrets: SecretsProvider | None = None,
 ) -> FailoverResult:
     """Probe, refresh if it can add anything, then apply on the store ``gold_store`` opens (on
-    ``request.home``; opened after the refresh, as the refresh's Spark must have the home alone)."""
+    ``request.home``; opened after the refresh, as the refresh's Spark must have the home alone).
+    The apply reads and plans beside probes that have not decided within PROBE_GRACE_S."""
     clock = PhaseClock()
-    with stand_aside_request(request.home.root) as aside:
+    with stand_aside_request(request.home.root) as aside, _Probes(request) as probes:
+        waited = aside.wait(request.stand_aside_timeout_s)  # while the probes ask
         with clock.phase("probe"):
-            checks = probe_all(request.clusters, timeout_s=request.probe_timeout_s)  # while the loop stops
-        waited = aside.wait(request.stand_aside_timeout_s)
-        skipped = _why_no_refresh(request, checks)
+            decided = probes.decided(within_s=PROBE_GRACE_S)
+        pending = not probes.all_answered()
+        applied, applied_phases, beside = None, PhaseTimes(), "the apply"
+        if not decided:
+            applied, applied_phases = _apply_beside_probes(request, probes, gold_store, secrets)
+            beside = "the apply's reads and plan" + (
+                "" if applied else " (dropped: every cluster answered, so gold was refreshed and read again)"
+            )
         refresh = None
-        if skipped is None and request.settings is not None:
-            with clock.phase("refresh"):
-                # A selection only on a home that has every table (contract/refresh_selection.py).
-                scope = failover_refresh(request.settings, existing_tables(request.home.root))
-                refresh = run_pipeline(
-                    request.settings,
-                    request.home.root,
-                    refresh=scope.selection,
-                    echo=echo,
-                    timeout_s=request.refresh_timeout_s,
-                    kafka_properties=request.kafka_properties,
-                )
-        with clock.phase("gold"):  # opening the store is part of reading gold
-            store = gold_store()
-        with contextlib.closing(store):
-            applied = run_apply(request.apply, store=store, secrets=secrets)
+        if applied is None:
+            if probes.refreshes() and request.settings is not None:
+                beside = "the refresh and the apply" if decided else beside
+                with clock.phase("refresh"):
+                    refresh = _refresh(request, request.settings, echo)
+            applied = _apply(request, clock, gold_store, secrets)
+            applied_phases += applied.phases  # after a dropped attempt's time, if any
+        with clock.phase("probe"):
+            checks = probes.checks()
+    phases = clock.times(expected=("probe", "refresh")) + applied_phases
     return FailoverResult(
         checks=checks,
         refresh=refresh,
-        refresh_skipped=skipped,
+        refresh_skipped=_why_no_refresh(request, checks),
         apply=applied,
-        phases=clock.times(expected=("probe", "refresh")) + applied.phases,
+        phases=phases,
         loop_stood_aside=(
             f"the local sync loop (process {aside.loop}) stood aside in {waited:.1f}s"
             if aside.loop is not None
             else None
         ),
+        probe_beside=_probe_beside(checks, beside, phases) if pending else None,
     )
 
 
-def probe_all(clusters: tuple[ClusterToProbe, ...], *, timeout_s: float) -> tuple[ClusterCheck, ...]:
-    """Every cluster asked at once: the probes cost one timeout in all, not one each."""
-    if not clusters:
-        return ()
-    with ThreadPoolExecutor(max_workers=len(clusters), thread_name_prefix="probe") as pool:
-        probes = list(pool.map(lambda cluster: probe_cluster(cluster.config, timeout_s=timeout_s), clusters))
-    return tuple(
-        ClusterCheck(cluster.name, cluster.role, probe)
-        for cluster, probe in zip(clusters, probes, strict=True)
+class _DroppedForRefreshError(Exception):
+    """Raised at the apply's first write when the probes decided to refresh."""
+
+
+def _apply_beside_probes(
+    request: FailoverRequest,
+    probes: _Probes,
+    gold_store: Callable[[], GoldStore],
+    secrets: SecretsProvider | None,
+) -> tuple[ApplyResult | None, PhaseTimes]:
+    """The apply's reads and plan while the probes are out; its writes (the plan's audit, the
+    alters) only once they decided no refresh. None when they decided to refresh (gold read before
+    a refresh is stale), with the time the attempt took as ``probe``: waiting for the probes is all
+    it came to."""
+    kept, dropped = PhaseClock(), PhaseClock()
+
+    def no_refresh_first() -> None:
+        with kept.phase("probe"):
+            if probes.refreshes():
+                raise _DroppedForRefreshError
+
+    with dropped.phase("probe"):
+        try:
+            applied: ApplyResult | None = _apply(request, kept, gold_store, secrets, no_refresh_first)
+        except Exception:  # gold empty or refused before a refresh may be whole after it
+            if not probes.refreshes():
+                raise
+            applied = None
+        with kept.phase("probe"):  # a run with nothing to plan writes nothing: it never asked
+            if applied is not None and probes.refreshes():
+                applied = None
+    if applied is None:
+        return None, dropped.times()
+    return applied, kept.times() + applied.phases
+
+
+def _apply(
+    request: FailoverRequest,
+    clock: PhaseClock,
+    gold_store: Callable[[], GoldStore],
+    secrets: SecretsProvider | None,
+    before_writes: Callable[[], None] | None = None,
+) -> ApplyResult:
+    with clock.phase("gold"):  # opening the store is part of reading gold
+        store = gold_store()
+    with contextlib.closing(store):
+        return run_apply(request.apply, store=store, secrets=secrets, before_writes=before_writes)
+
+
+def _refresh(
+    request: FailoverRequest, settings: PipelineSettings, echo: Callable[[str], None] | None
+) -> PipelineRunResult:
+    # A selection only on a home that has every table (contract/refresh_selection.py).
+    scope = failover_refresh(settings, existing_tables(request.home.root))
+    return run_pipeline(
+        settings,
+        request.home.root,
+        refresh=scope.selection,
+        echo=echo,
+        timeout_s=request.refresh_timeout_s,
+        kafka_properties=request.kafka_properties,
+    )
+
+
+class _Probes:
+    """Every cluster's probe, in threads from the failover's start, and the refresh decision they
+    settle as soon as it is known: a cluster that did not answer means no refresh (``auto``), every
+    cluster answering means a refresh; ``always`` and ``never`` are known before any answer."""
+
+    def __init__(self, request: FailoverRequest) -> None:
+        self._request = request
+        self._pool = ThreadPoolExecutor(max_workers=max(1, len(request.clusters)), thread_name_prefix="probe")
+        self._settled = threading.Event()
+        self._futures: list[Future[ClusterProbe]] = [
+            self._pool.submit(probe_cluster, cluster.config, timeout_s=request.probe_timeout_s)
+            for cluster in request.clusters
+        ]
+        for future in self._futures:
+            future.add_done_callback(lambda _: self._settle())
+        self._settle()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self._pool.shutdown(wait=True)  # the probes are bounded by the probe timeout
+
+    def _settle(self) -> None:
+        answered = [future for future in self._futures if future.done()]
+        if (
+            self._decided_by_mode()
+            or len(answered) == len(self._futures)
+            or any(future.exception() is None and not future.result().reachable for future in answered)
+        ):
+            self._settled.set()
+
+    def _decided_by_mode(self) -> bool:
+        return self._request.settings is None or self._request.refresh is not RefreshMode.AUTO
+
+    def decided(self, *, within_s: float) -> bool:
+        return self._settled.wait(within_s)
+
+    def all_answered(self) -> bool:
+        return all(future.done() for future in self._futures)
+
+    def refreshes(self) -> bool:
+        """Whether the failover refreshes, once the probes decided (waits for that)."""
+        self._settled.wait()
+        if self._decided_by_mode():
+            return self._request.settings is not None and self._request.refresh is RefreshMode.ALWAYS
+        return all(future.done() and future.result().reachable for future in self._futures)
+
+    def checks(self) -> tuple[ClusterCheck, ...]:
+        """Every probe's answer (waits for the last one)."""
+        return tuple(
+            ClusterCheck(cluster.name, cluster.role, future.result())
+            for cluster, future in zip(self._request.clusters, self._futures, strict=True)
+        )
+
+
+def _probe_beside(checks: tuple[ClusterCheck, ...], beside: str, phases: PhaseTimes) -> str:
+    """``probe: 10.0s in all, beside ...; 0.4s of it waited for alone (probe in the time by phase)``."""
+    longest = max((check.probe.seconds for check in checks), default=0.0)
+    alone = dict(phases.phases).get("probe") or 0.0
+    return (
+        f"probe: {longest:.1f}s in all, beside {beside}; {alone:.1f}s of it waited for alone "
+        "(probe in the time by phase)"
     )
 
 

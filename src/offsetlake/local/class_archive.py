@@ -10,10 +10,17 @@ One archive per ``purpose`` (``pipeline``: the Spark Connect server a cold updat
 ``server``: the kept-warm one; ``session``: a classic local session), in the user's cache
 directory, named by what the JVM checks it against (pyspark's jars, the java binary, the JVM
 options). While none exists, one JVM at a time (a claim
-file) writes one at exit (``-XX:ArchiveClassesAtExit``, ~180 MB) into a file of its own; a later
-JVM adopts that file once it has settled and ``java -version`` maps it, because a file cut short
-by a kill crashes every JVM that maps it (measured: SIGABRT, even under ``-Xshare:auto``). An
-archive of another JDK or other options is simply not used.
+file) writes one at exit (``-XX:ArchiveClassesAtExit``, 200-250 MB) into a file of its own, a
+temporary name (``.writing``); a later JVM start adopts that file once its writer is gone and
+``java -version`` maps it, because a file cut short by a kill crashes every JVM that maps it
+(measured: SIGABRT, even under ``-Xshare:auto``). A file whose writer is gone and that the JVM
+refuses (a writer killed mid-write once left 108 MB) is deleted at the next start, whatever its
+key. An archive of another JDK or other options is simply not used.
+
+The cache holds at most ``MAX_ARCHIVES`` archives and ``MAX_BYTES`` (one per purpose fits): at
+each start the least recently mapped ones beyond that are deleted (a test run once left four,
+~1 GB). A JVM that still maps a deleted archive keeps it until it exits (Linux unlinks, the
+mapping stays).
 
 The JVM compares its classpath with the archive's, and Spark puts ``SPARK_CONF_DIR`` first on
 it, so local JVMs get their static settings as ``--conf`` (pipeline_spec.py), never from a
@@ -52,6 +59,10 @@ CLAIM_TTL_S: Final = 900.0
 PRUNE_AFTER_S: Final = 7 * 24 * 3600.0
 """Files of other keys (another checkout's pyspark, an older JDK) unused this long are deleted:
 each archive is 200 MB, and every checkout path makes its own."""
+MAX_ARCHIVES: Final = 3
+"""Archives kept in the cache, the one a JVM maps or writes now included: one per ``Purpose``."""
+MAX_BYTES: Final = 768 * 2**20
+"""Bytes of archives kept: three of 200-250 MB (measured, pyspark 4.2: 208, 250, 250 MB)."""
 
 
 def class_archive_options(purpose: Purpose, jvm_options: str, *, write: bool = True) -> str:
@@ -65,11 +76,13 @@ def class_archive_options(purpose: Purpose, jvm_options: str, *, write: bool = T
     try:
         directory.mkdir(parents=True, exist_ok=True)
         archive = directory / f"{purpose}-{_archive_key(jvm_options)}.jsa"
-        _prune(directory, keep=archive)
-        if archive.exists() or _adopt_written(archive):
+        _settle_written(directory)
+        if archive.exists():
             os.utime(archive)  # in use: pruning goes by when an archive was last mapped
+            _prune(directory, keep=archive, reserve=True)
             return f"-XX:SharedArchiveFile={archive} {_QUIET}"
         writing = _claim(archive) if write else None
+        _prune(directory, keep=archive, reserve=writing is not None)
     except OSError:
         return ""
     return f"-XX:ArchiveClassesAtExit={writing} {_QUIET}" if writing is not None else ""
@@ -89,15 +102,30 @@ def cache_dir() -> Path:
     return base / "offsetlake" / "jvm"
 
 
-def _prune(directory: Path, *, keep: Path) -> None:
-    """Delete the files of other archives not mapped for PRUNE_AFTER_S (never ``keep``'s)."""
+def _prune(directory: Path, *, keep: Path, reserve: bool) -> None:
+    """Delete the files of other archives not mapped for PRUNE_AFTER_S, then the least recently
+    mapped archives beyond MAX_ARCHIVES and MAX_BYTES (never ``keep``'s files; its place is counted
+    when ``reserve``: it is mapped now, or written at this JVM's exit)."""
     now = time.time()
+    archives: list[tuple[float, int, Path]] = []
     for path in directory.iterdir():
         if path.name.startswith(f"{keep.stem}."):
             continue
         with contextlib.suppress(OSError):
-            if now - path.stat().st_mtime > PRUNE_AFTER_S:
+            stat = path.stat()
+            if now - stat.st_mtime > PRUNE_AFTER_S:
                 path.unlink()
+            elif path.suffix == ".jsa":
+                archives.append((stat.st_mtime, stat.st_size, path))
+    count = 1 if reserve else 0
+    size = keep.stat().st_size if keep.exists() else 0
+    evicting = False
+    for _, bytes_, path in sorted(archives, reverse=True):  # the most recently mapped first
+        evicting = evicting or count + 1 > MAX_ARCHIVES or size + bytes_ > MAX_BYTES
+        if evicting:
+            path.unlink(missing_ok=True)
+        else:
+            count, size = count + 1, size + bytes_
 
 
 def _claim(archive: Path) -> Path | None:
@@ -116,24 +144,46 @@ def _claim(archive: Path) -> Path | None:
     return archive.with_name(f"{archive.stem}.{secrets.token_hex(4)}{WRITING_SUFFIX}")
 
 
-def _adopt_written(archive: Path) -> bool:
-    """Promote a finished archive a JVM wrote at exit (settled for SETTLED_S and accepted by the
-    JVM: a file cut short by a kill crashes every JVM that maps it, so it must never be used);
-    delete written files that stayed unusable. True when ``archive`` exists afterwards."""
-    now = time.time()
-    for written in sorted(archive.parent.glob(f"{archive.stem}.*{WRITING_SUFFIX}")):
-        age = now - written.stat().st_mtime
-        if age < SETTLED_S:
-            continue
-        if _accepted(written):
-            with contextlib.suppress(FileExistsError):
-                os.link(written, archive)
-            archive.with_suffix(".claim").unlink(missing_ok=True)
-            written.unlink(missing_ok=True)
-            return True
-        if age > CLAIM_TTL_S:
-            written.unlink(missing_ok=True)
-    return archive.exists()
+def _settle_written(directory: Path) -> None:
+    """Every file a JVM wrote its archive to, of any key, once its writer is gone: promoted to its
+    archive when the JVM accepts it (a file cut short by a kill crashes every JVM that maps it, so
+    it must never be used), else deleted with its claim, so the next JVM writes again. A file
+    whose archive exists already (a second writer's) is deleted."""
+    written_files = sorted(directory.glob(f"*{WRITING_SUFFIX}"))
+    if not written_files:
+        return
+    now, commands = time.time(), _command_lines()
+    for written in written_files:
+        with contextlib.suppress(OSError):
+            age = now - written.stat().st_mtime
+            if age < SETTLED_S or (
+                commands is not None and any(os.fsencode(written) in line for line in commands)
+            ):
+                continue  # being written: the JVM that writes it has the path on its command line
+            archive = directory / f"{written.name.split('.', 1)[0]}.jsa"
+            if not archive.exists() and _accepted(written):
+                with contextlib.suppress(FileExistsError):
+                    os.link(written, archive)
+                archive.with_suffix(".claim").unlink(missing_ok=True)
+                written.unlink()
+            elif archive.exists() or commands is not None or age > CLAIM_TTL_S:
+                # Without /proc, a refused file may still be a live writer's until CLAIM_TTL_S.
+                written.unlink()
+                if not archive.exists():
+                    archive.with_suffix(".claim").unlink(missing_ok=True)
+
+
+def _command_lines() -> list[bytes] | None:
+    """Every process's command line, from /proc (None where there is no /proc)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    lines = []
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                lines.append((entry / "cmdline").read_bytes())
+    return lines
 
 
 def _accepted(written: Path) -> bool:
