@@ -1255,9 +1255,15 @@ def test_the_failover_searches_the_newest_snapshot_on_k2ks_tracing_headers_itsel
         [(group, "EMPTY", source_topic, 0, 5, "m", snapshot, "us-east", snapshot)],
         LATEST_GROUP_OFFSETS.schema_ddl,
     )
-    routes = ("--set", "offsetlake.k2k.tracing.topics=us-east=" + prefix + "{topic}")
+    # The shared target holds other tests' checkpoint topics: this test's group only.
+    routes = (
+        "--set",
+        "offsetlake.k2k.tracing.topics=us-east=" + prefix + "{topic}",
+        "--groups",
+        re.escape(group),
+    )
 
-    without = harness.run("plan", "--checkpoint-tail")
+    without = harness.run("plan", "--checkpoint-tail", "--groups", re.escape(group))
     assert without.exit_code == 0, without
     assert "K2K tracing headers" not in without.stdout, "off unless routes are configured"
 
@@ -1290,7 +1296,8 @@ def test_a_k2k_group_before_the_first_traced_record_is_placed_at_the_log_start(
         ],
         LATEST_GROUP_OFFSETS.schema_ddl,
     )
-    routes = ("--set", "offsetlake.k2k.tracing.topics=west=" + prefix + "{topic}")
+    mine = f"{re.escape(early)}|{re.escape(traced)}"  # the shared target holds others' checkpoints
+    routes = ("--set", "offsetlake.k2k.tracing.topics=west=" + prefix + "{topic}", "--groups", mine)
 
     refused = harness.run("apply", "--checkpoint-tail", *routes, "--untranslated", "refuse")
     assert refused.exit_code == ApplyStatus.INCOMPLETE, refused
