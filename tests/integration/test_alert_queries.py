@@ -14,8 +14,7 @@ import pytest
 import yaml
 from pyspark.sql import SparkSession
 
-from offsetlake.apply.audit import AUDIT_COLUMNS, AUDIT_TABLE
-from offsetlake.contract.tables import LATEST_OFFSETS
+from offsetlake.contract.tables import APPLY_AUDIT, LATEST_OFFSETS
 from tests.bundle_resolver import REPO_ROOT, load_configuration
 
 pytestmark = pytest.mark.spark
@@ -50,9 +49,9 @@ def latest_offsets(spark: SparkSession, database: str, observed: list[datetime])
 
 
 def apply_audit(spark: SparkSession, database: str, recorded: list[datetime]) -> None:
-    ddl = ", ".join(f"`{name}` {kind}" for name, kind in AUDIT_COLUMNS)
-    rows = [{name: None for name, _ in AUDIT_COLUMNS} | {"recorded_at": at} for at in recorded]
-    spark.createDataFrame(rows, ddl).write.mode("overwrite").saveAsTable(f"{database}.{AUDIT_TABLE}")
+    rows = [dict.fromkeys(APPLY_AUDIT.column_names) | {"recorded_at": at} for at in recorded]
+    frame = spark.createDataFrame(rows, APPLY_AUDIT.spark_schema)
+    frame.write.mode("overwrite").saveAsTable(f"{database}.{APPLY_AUDIT.name}")
 
 
 def fires(rows: list[dict[str, Any]], evaluation: dict[str, Any], threshold: float) -> bool:

@@ -10,14 +10,15 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from offsetlake.apply import audit
 from offsetlake.apply.store import SparkGoldStore
+from offsetlake.contract.tables import APPLY_AUDIT, APPLY_AUDIT_ADDED
 from offsetlake.local import audit_journal
 from offsetlake.local.audit_journal import (
     AuditNotFoldedError,
@@ -106,9 +107,9 @@ def test_an_audit_table_from_before_the_direction_column_gains_it_and_keeps_its_
     """apply_audit created without ``direction`` (issue 48 added it): the fold adds the column (its
     older rows NULL) and appends the new rows; a journal file written before it is folded too."""
     schema = schema_name(unique_name, "old_audit")
-    older = [(name, kind) for name, kind in audit.AUDIT_COLUMNS if (name, kind) not in audit.ADDED_COLUMNS]
+    kept = tuple(column for column in APPLY_AUDIT.columns if column[0] not in APPLY_AUDIT_ADDED)
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
-    columns = ", ".join(f"`{name}` {kind}" for name, kind in older)
+    columns = replace(APPLY_AUDIT, columns=kept).spark_schema
     spark.sql(f"CREATE TABLE `{schema}`.apply_audit ({columns}) USING parquet")
     spark.sql(f"INSERT INTO `{schema}`.apply_audit (run_id, mode, stage) VALUES ('run-old', 'apply', 'plan')")
     home = LocalHome(tmp_path)

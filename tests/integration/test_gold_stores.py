@@ -23,6 +23,7 @@ from offsetlake.apply.planner import Action, PlanRow, Selection
 from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.contract.gold import GoldOffset, GoldTableError, LastApplied
 from offsetlake.contract.tables import (
+    APPLY_AUDIT,
     BRONZE_CHECKPOINTS,
     CLUSTER_HEALTH,
     FAILOVER_DATA_LOSS,
@@ -316,6 +317,7 @@ def test_the_audit_pending_in_arrow_is_read_alike_and_folded_once(
     # Run 1 through Spark (the table exists), runs 2 and 3 through Arrow (pending files).
     first = audit_records("run-1", at(10), at(9))
     assert spark_store.append_audit(first) == len(first)
+    assert spark_columns(spark, schema) == AUDIT_COLUMNS  # the Spark path's table: the contract's spec
     second = audit_records("run-2", at(20), at(19))
     assert arrow_store.append_audit(second) == len(second)
     assert [path.name for path in journal_files(LocalHome(tmp_path), schema)] == [
@@ -365,7 +367,17 @@ def test_a_schema_that_never_had_an_audit_table_gets_one_when_folded(
     assert fold_journal(spark, LocalHome(tmp_path)) == 2
 
     assert spark.sql(f"SELECT count(*) FROM `{schema}`.apply_audit").first()[0] == len(records)
+    assert spark_columns(spark, schema) == AUDIT_COLUMNS  # the fold's table: the contract's spec
     assert SparkGoldStore(spark, schema).last_applied() == arrow_store.last_applied() != {}
+
+
+AUDIT_COLUMNS = [(name, kind.lower()) for name, kind, _ in APPLY_AUDIT.columns]
+
+
+def spark_columns(spark: SparkSession, schema: str) -> list[tuple[str, str]]:
+    """apply_audit's columns as Spark reads the table: names and types, in table order."""
+    table = spark.table(f"`{schema}`.apply_audit")
+    return [(field.name, field.dataType.simpleString()) for field in table.schema]
 
 
 # A local Spark session on a real home (Hive metastore in Derby), as every local command takes it.

@@ -18,10 +18,9 @@ from offsetlake.apply.reasons import NoTranslation
 from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
 from offsetlake.apply.store import GoldStore
 from offsetlake.contract.gold import LastApplied
-from offsetlake.contract.tables import LATEST_OFFSETS
+from offsetlake.contract.tables import APPLY_AUDIT, LATEST_OFFSETS
 from offsetlake.local import audit_journal
 from offsetlake.local.audit_journal import (
-    AUDIT_SCHEMA,
     fold_journal,
     journal_file_name,
     journal_files,
@@ -118,7 +117,7 @@ def test_each_audit_batch_is_one_file_named_by_run_and_stage(tmp_path: Path) -> 
     assert journal_file_name("run-a", "plan") == "run-a.plan.parquet"
     assert sorted(path.name for path in directory.iterdir()) == ["run-a.plan.parquet", "run-a.result.parquet"]
     table = pq.read_table(directory / "run-a.result.parquet")
-    assert table.schema.equals(AUDIT_SCHEMA)
+    assert table.schema.equals(APPLY_AUDIT.arrow_schema)  # the contract's spec, column for column
     assert table.num_rows == 3
     assert table.column("run_started_at").to_pylist() == [T0] * 3
     assert journal_files(LocalHome(tmp_path), "offsetlake") == sorted(written)

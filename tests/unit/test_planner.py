@@ -18,7 +18,6 @@ from offsetlake.apply.planner import (
     Guards,
     LogBounds,
     MultipleTargetsPolicy,
-    NameBounds,
     PlanError,
     PlanRow,
     Selection,
@@ -29,7 +28,7 @@ from offsetlake.apply.planner import (
     select_offsets,
 )
 from offsetlake.cli.options import parse_duration, parse_method_precedence, parse_timestamp
-from offsetlake.contract.gold import GoldOffset
+from offsetlake.contract.gold import GoldOffset, NameBounds, selection_bounds
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 FRESH = NOW - timedelta(minutes=5)
@@ -331,6 +330,12 @@ def test_the_selection_gives_the_bounds_storage_narrows_by() -> None:
     assert selection.group_bounds == NameBounds(frozenset({"orders-app", "billing"}), ())
     assert selection.topic_bounds == NameBounds(frozenset(), ("orders-",))
     assert selection.narrows
+    assert selection_bounds(selection) == {
+        "consumer_group": selection.group_bounds,
+        "topic": selection.topic_bounds,
+    }
+    assert selection_bounds(Selection(topics="orders-.*")) == {"topic": selection.topic_bounds}
+    assert selection_bounds(None) == selection_bounds(Selection()) == {}
     # Bounds only narrow; the regexes decide, excludes included.
     assert selection.selects("orders-app", "orders-eu") and not selection.selects("billing", "orders-eu")
     assert not selection.selects("orders-app", "orders")

@@ -4,13 +4,16 @@ typed per-partition results, and every record delivered at most once."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-from offsetlake.kafka import read_to_end
+from offsetlake.k2k.tracing import Scanned, ScanResult, TracedRecord, TracingHeaderNames
+from offsetlake.kafka import read_to_end, tracing_reader
 from offsetlake.kafka.checkpoint_tail import unreadable_reason
 from offsetlake.kafka.read_to_end import POLL_SLICE_S, PartitionRead, PartitionToRead, ReadOutcome, ReadToEnd
 from offsetlake.mm2_reset.offsets_topic import ResetError, require_read_whole
@@ -22,6 +25,7 @@ class _Message:
     partition_: int | None
     offset_: int
     error_: KafkaError | None = None
+    headers_: list[tuple[str, bytes | None]] | None = None
 
     def topic(self) -> str | None:
         return self.topic_
@@ -34,6 +38,9 @@ class _Message:
 
     def error(self) -> KafkaError | None:
         return self.error_
+
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        return self.headers_
 
 
 def _record(topic: str, partition: int, offset: int) -> _Message:
@@ -58,8 +65,9 @@ class _Clock:
 
 @dataclass
 class _Consumer:
-    """Answers each consume() with the next scripted batch, then nothing; each call takes its
-    timeout on the fake clock, as a consume that waits for records does."""
+    """Answers each consume() with the next scripted batch (up to the number asked for: the rest
+    comes next), then nothing; each call takes its timeout on the fake clock, as a consume that
+    waits for records does."""
 
     clock: _Clock
     script: list[list[_Message]]
@@ -74,7 +82,12 @@ class _Consumer:
 
     def consume(self, num_messages: int, timeout: float) -> list[_Message]:
         self.clock.now += timeout
-        return self.script.pop(0)[:num_messages] if self.script else []
+        if not self.script:
+            return []
+        batch, self.script[0] = self.script[0][:num_messages], self.script[0][num_messages:]
+        if not self.script[0]:
+            self.script.pop(0)
+        return batch
 
 
 @pytest.fixture
@@ -147,6 +160,15 @@ def test_progress_anywhere_moves_the_deadline_so_a_long_read_is_not_cut_short(cl
     delivered, results, _ = _read(clock, script, partitions, timeout_s=1)
     assert len(delivered) == 20 and clock.now == pytest.approx(21 * POLL_SLICE_S) and clock.now > 1
     assert [r.outcome for r in results] == [ReadOutcome.END, ReadOutcome.END]
+
+
+def test_a_deadline_stops_a_read_that_still_progresses(clock: _Clock) -> None:
+    """A search's time: records every slice keep the timeout away, the deadline ends the read."""
+    script = [[_record("a", 0, n)] for n in range(20)]
+    read = ReadToEnd(_Consumer(clock, script), [PartitionToRead("a", 0, 0)], timeout_s=5, deadline=1)  # type: ignore[arg-type]
+    delivered = [m.offset() for batch in read for m in batch]
+    assert read.results[0].outcome is ReadOutcome.STALLED and read.results[0].position == len(delivered)
+    assert 1 < clock.now <= 1 + POLL_SLICE_S + 1e-9 and len(delivered) < 20
 
 
 def test_a_partition_error_ends_that_partition_only_and_the_others_read_on(clock: _Clock) -> None:
@@ -227,3 +249,55 @@ def test_callers_judge_the_results_the_tail_as_reasons_the_offsets_topic_as_erro
         ResetError, match=r"o: not read to its end, no progress for 30 s \(partitions \[1\]\)"
     ):
         require_read_whole("o", [ended, stalled], 30)
+
+
+def _traced(offset: int, source_offset: int) -> _Message:
+    """A target record K2K replicated from orders[0]@source_offset."""
+    headers = [("k2k_topic", b"orders"), ("k2k_partition", b"0"), ("k2k_offset", str(source_offset).encode())]
+    return _Message("t", 0, offset, headers_=headers)
+
+
+_TRACED_SCRIPTS = {
+    "at the end offset": (6, [[_record("t", 0, 3), _traced(4, 10), _traced(5, 11), _traced(6, 12)]]),
+    "at the log's end before it": (6, [[_record("t", 0, 3), _eof("t", 0, 4)]]),
+    "past a gap over the end": (6, [[_record("t", 0, 3), _traced(8, 10)]]),
+    "after a retried error": (
+        6,
+        [[_error("t", 0, KafkaError._TRANSPORT)], [_record("t", 0, 3), _traced(4, 10)], [_eof("t", 0, 5)]],
+    ),
+    # Records still come (every 5th slice), well within the timeout: only the deadline stops it.
+    "at the partition's time": (
+        5,
+        [[_record("t", 0, 3)], *[[]] * 4, [_traced(4, 10)], *[[]] * 4, [_record("t", 0, 5)]],
+    ),
+}
+
+
+@pytest.mark.parametrize(("stops_at", "script"), _TRACED_SCRIPTS.values(), ids=_TRACED_SCRIPTS)
+def test_the_tracing_reads_stop_where_read_to_end_says(
+    clock: _Clock, monkeypatch: pytest.MonkeyPatch, stops_at: int, script: list[list[_Message]]
+) -> None:
+    """One end and deadline rule: a K2K tracing scan or probe of [3, 6) ends where this read of the
+    same records ends, given the partition's time as its deadline (1 s here, 10 slices)."""
+    monkeypatch.setattr(tracing_reader, "time", clock)
+    monkeypatch.setattr(read_to_end, "POLL_SLICE_S", 0.125)  # exact in binary: the clock adds up
+    wanted = [PartitionToRead("t", 0, 3, end=6)]
+    limits = tracing_reader.SearchLimits(timeout_s=1, scan_limit=100)
+    read = ReadToEnd(_Consumer(clock, list(script)), wanted, timeout_s=1, deadline=1)  # type: ignore[arg-type]
+    delivered = [message for batch in read for message in batch]
+    (result,) = read.results
+    until = 6 if result.outcome is ReadOutcome.END else result.position
+    assert (until, result.error) == (stops_at, None)
+
+    def search() -> tracing_reader._PartitionSearch:
+        clock.now = 0.0
+        consumer = _Consumer(clock, list(script))
+        readers = SimpleNamespace(probes=consumer, scans=consumer)
+        key = tracing_reader._PartitionKey("t", 0, "orders", 0)
+        return tracing_reader._PartitionSearch(readers, key, TracingHeaderNames(), limits, threading.Lock())  # type: ignore[arg-type]
+
+    records = tuple(
+        TracedRecord(m.offset(), int(dict(m.headers())["k2k_offset"])) for m in delivered if m.headers()
+    )
+    assert search().scan(3, 6) == ScanResult(records, until, len(delivered))
+    assert search().probe(3, 6) == (records[0] if records else None if until == 6 else Scanned(until))

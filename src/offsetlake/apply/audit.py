@@ -19,12 +19,13 @@ from offsetlake.apply.executor import Outcome, PartitionResult
 from offsetlake.apply.gold import narrowed
 from offsetlake.apply.planner import Action, GroupPartition, PlanRow, Selection
 from offsetlake.contract.gold import LastApplied, from_micros, table_name
+from offsetlake.contract.tables import APPLY_AUDIT, APPLY_AUDIT_ADDED
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-AUDIT_TABLE = "apply_audit"
+AUDIT_TABLE = APPLY_AUDIT.name
 DRY_RUN_ACTION = "dry_run"
 
 
@@ -61,38 +62,6 @@ class RunInfo:
     started_at: datetime
     as_of: datetime | None
     direction: Direction = Direction.FAILOVER
-
-
-AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "STRING"),
-    ("mode", "STRING"),
-    ("stage", "STRING"),
-    ("source_cluster", "STRING"),
-    ("consumer_group", "STRING"),
-    ("topic", "STRING"),
-    ("partition", "INT"),
-    ("previous_offset", "BIGINT"),
-    ("translated_offset", "BIGINT"),
-    ("planned_offset", "BIGINT"),
-    ("applied_offset", "BIGINT"),
-    ("read_back_offset", "BIGINT"),
-    ("verified", "BOOLEAN"),
-    ("action", "STRING"),
-    ("plan_action", "STRING"),
-    ("outcome", "STRING"),
-    ("reason", "STRING"),
-    ("error", "STRING"),
-    ("records_reread", "BIGINT"),
-    ("records_skipped", "BIGINT"),
-    ("source_timestamp", "TIMESTAMP"),
-    ("as_of", "TIMESTAMP"),
-    ("run_started_at", "TIMESTAMP"),
-    ("recorded_at", "TIMESTAMP"),
-    ("direction", "STRING"),
-)
-ADDED_COLUMNS: tuple[tuple[str, str], ...] = (("direction", "STRING"),)
-"""Columns added to AUDIT_COLUMNS after tables were created without them: an older table gains them
-(:func:`add_missing_columns`), and an older row reads them as NULL."""
 
 
 def audit_table_name(schema: str, catalog: str | None = None) -> str:
@@ -146,11 +115,15 @@ def append_audit(spark: SparkSession, table: str, records: Iterable[tuple[Any, .
 
 
 def add_missing_columns(spark: SparkSession, table: str) -> None:
-    """An existing audit table created before ADDED_COLUMNS gains them (NULL in its older rows)."""
+    """An existing audit table created before APPLY_AUDIT_ADDED gains them (NULL in its older rows)."""
     if not spark.catalog.tableExists(table.replace("`", "")):
         return
     present = set(spark.table(table).columns)
-    missing = [f"`{name}` {kind}" for name, kind in ADDED_COLUMNS if name not in present]
+    missing = [
+        f"`{name}` {kind}"
+        for name, kind, _ in APPLY_AUDIT.columns
+        if name in APPLY_AUDIT_ADDED and name not in present
+    ]
     if missing:
         spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
 
@@ -249,6 +222,7 @@ def _record(
     result: PartitionResult | None,
     recorded_at: datetime,
 ) -> tuple[Any, ...]:
+    """One audit row, in APPLY_AUDIT's column order."""
     return (
         run.run_id,
         run.mode.value,
@@ -279,7 +253,7 @@ def _record(
 
 
 def audit_schema() -> StructType:
-    """apply_audit's columns as a Spark schema (AUDIT_COLUMNS)."""
+    """apply_audit's columns as a Spark schema (the contract's APPLY_AUDIT)."""
     from pyspark.sql.types import StructType
 
-    return StructType.fromDDL(", ".join(f"`{name}` {kind}" for name, kind in AUDIT_COLUMNS))
+    return StructType.fromDDL(APPLY_AUDIT.spark_schema)

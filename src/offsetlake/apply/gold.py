@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from offsetlake.apply.planner import NameBounds, Selection
+from offsetlake.apply.planner import Selection
 from offsetlake.contract.gold import (
     UPSTREAM,
     ClusterHealth,
@@ -21,6 +21,7 @@ from offsetlake.contract.gold import (
     GoldTableError,
     GroupDataLoss,
     from_micros,
+    selection_bounds,
     table_name,
     to_micros,
 )
@@ -104,14 +105,6 @@ def narrowed(
         if column in columns:
             frame = frame.where(_within(column, bounds.names, bounds.prefixes))
     return frame
-
-
-def selection_bounds(selection: Selection | None) -> dict[str, NameBounds]:
-    """The selection's storage bounds by the gold column they apply to."""
-    if selection is None:
-        return {}
-    bounds = {"consumer_group": selection.group_bounds, "topic": selection.topic_bounds}
-    return {column: bound for column, bound in bounds.items() if bound is not None}
 
 
 def _within(column: str, names: Collection[str], prefixes: Sequence[str]) -> Column:

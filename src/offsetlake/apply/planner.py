@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from offsetlake.apply.reasons import Flag
-from offsetlake.contract.gold import GoldOffset
+from offsetlake.contract.gold import GoldOffset, NameBounds
 from offsetlake.durations import format_duration
 from offsetlake.errors import UsageError
 from offsetlake.mirror.filters import NameFilter
@@ -143,14 +143,6 @@ class TargetState:
 
     def group(self, name: str) -> TargetGroup:
         return self.groups.get(name, UNDESCRIBED)
-
-
-@dataclass(frozen=True)
-class NameBounds:
-    """Whole names and name prefixes that together cover every name a selection regex matches."""
-
-    names: frozenset[str]
-    prefixes: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ class GoldStore(Protocol):
         ...
 
     def append_audit(self, records: Sequence[tuple[Any, ...]]) -> int:
-        """Append audit rows (audit.AUDIT_COLUMNS order); the number appended."""
+        """Append audit rows (in the columns' order of contract.tables.APPLY_AUDIT); the number appended."""
         ...
 
     def checkpoint_positions(self) -> CheckpointPositions:

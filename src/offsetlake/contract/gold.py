@@ -3,15 +3,16 @@
 Both gold stores (Spark's, apply/gold.py; the local one, local/warehouse_gold.py), the features
 (apply, failover, failback, mm2_reset) and the reports take these types and helpers from here, not
 from either store: gold's rows as GoldOffsets, the audit's last verified commit, the pipeline's
-health and data-loss rows, how a table is named in a catalog, and gold's timestamps as UTC
-datetimes (epoch microseconds, never a driver's local time zone).
+health and data-loss rows, how a table is named in a catalog, gold's timestamps as UTC
+datetimes (epoch microseconds, never a driver's local time zone), and the bounds a selection of
+groups and topics hands a read of gold.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Final, Protocol
 
 from offsetlake.errors import ExternalError
 from offsetlake.mirror.positions import GroupPartition
@@ -19,6 +20,33 @@ from offsetlake.mirror.positions import GroupPartition
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 UPSTREAM: Final = "upstream_offset"
 """Read into GoldOffset.upstream_offset from a gold table that has the column (the contract's do)."""
+
+
+@dataclass(frozen=True)
+class NameBounds:
+    """Whole names and name prefixes that together cover every name a selection regex matches."""
+
+    names: frozenset[str]
+    prefixes: tuple[str, ...]
+
+
+class Bounded(Protocol):
+    """A selection of groups and topics as a read of gold sees it (offsetlake.apply.planner.Selection)."""
+
+    @property
+    def group_bounds(self) -> NameBounds | None: ...
+
+    @property
+    def topic_bounds(self) -> NameBounds | None: ...
+
+
+def selection_bounds(selection: Bounded | None) -> dict[str, NameBounds]:
+    """The selection's storage bounds by the gold column they apply to: both gold stores turn them
+    into their scan's filter (Spark's and Arrow's)."""
+    if selection is None:
+        return {}
+    bounds = {"consumer_group": selection.group_bounds, "topic": selection.topic_bounds}
+    return {column: bound for column, bound in bounds.items() if bound is not None}
 
 
 class GoldTableError(ExternalError, ValueError):

@@ -1,4 +1,5 @@
-"""Table names, comments and column schemas (with a COMMENT on every column) for every pipeline table.
+"""Table names, comments and column schemas (with a COMMENT on every column) for every pipeline table,
+and for the apply's audit (APPLY_AUDIT, written by the apply, not a table of the pipeline's graph).
 
 The transformations pass these to ``dp.table`` / ``dp.materialized_view`` so each table is
 documented in the catalog, and the apply job, sql/ examples and tests refer to the same names.
@@ -608,3 +609,53 @@ ALL_TABLES: Final = (
     REPLICATION_PROGRESS,
     FAILOVER_DATA_LOSS,
 )
+
+APPLY_AUDIT: Final = TableSpec(
+    "apply_audit",
+    "Every plan row and every result of `offsetlake plan|apply|failover|failback`: plan rows before any "
+    "alter, then one result per plan row, also when the run stopped early or was interrupted. Written by "
+    "the apply, not by the pipeline.",
+    (
+        ("run_id", "STRING", "The run: its start (UTC) and a random suffix"),
+        ("mode", "STRING", "dry_run | apply | failover | resume"),
+        ("stage", "STRING", "plan | result"),
+        ("source_cluster", "STRING", "MM2 alias of the source cluster"),
+        ("consumer_group", "STRING", "Consumer group id"),
+        ("topic", "STRING", "Topic on the cluster the group is placed on"),
+        ("partition", "INT", "Partition of the topic"),
+        ("previous_offset", "BIGINT", "The group's committed offset there before the run (NULL: none)"),
+        ("translated_offset", "BIGINT", "The translation gold gave (NULL: none)"),
+        ("planned_offset", "BIGINT", "The offset the plan commits (NULL: nothing to commit)"),
+        ("applied_offset", "BIGINT", "Results: the offset committed (NULL: none)"),
+        ("read_back_offset", "BIGINT", "Results: the committed offset read back after the commit"),
+        ("verified", "BOOLEAN", "Results: whether the read-back confirmed the commit; NULL in plan rows"),
+        ("action", "STRING", "The planner's action (dry_run in dry runs)"),
+        ("plan_action", "STRING", "The planner's action, in dry runs too"),
+        (
+            "outcome",
+            "STRING",
+            "Results: applied | verify_failed | skipped_active_group | failed | not_attempted | unknown, "
+            "or the plan action for rows not to be altered; NULL in plan rows",
+        ),
+        ("reason", "STRING", "Why the planner chose the action"),
+        ("error", "STRING", "Results: the error of a failed commit"),
+        (
+            "records_reread",
+            "BIGINT",
+            "Records the group reads again: it moves back (NULL: no previous offset)",
+        ),
+        ("records_skipped", "BIGINT", "Records the group never reads: it moves forward (NULL: likewise)"),
+        ("source_timestamp", "TIMESTAMP", "Source time of the translation"),
+        ("as_of", "TIMESTAMP", "The run's --as-of (NULL: the latest translations)"),
+        ("run_started_at", "TIMESTAMP", "When the run started"),
+        ("recorded_at", "TIMESTAMP", "When the row was written (results: when the partition finished)"),
+        (
+            "direction",
+            "STRING",
+            "failover (plan, apply, failover) | failback; NULL in rows from before the column",
+        ),
+    ),
+)
+APPLY_AUDIT_ADDED: Final = ("direction",)
+"""APPLY_AUDIT's columns added after tables were created without them: an older table gains them
+(offsetlake.apply.audit.add_missing_columns), an older row or journal file reads them as NULL."""

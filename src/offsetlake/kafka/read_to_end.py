@@ -14,7 +14,9 @@ commits to a group). Three rules, decided here once:
   an EOF before it ends the partition too, with ``log_end`` saying where the log ended.
 - **Deadline**: the read makes progress (a record delivered, a partition ended) or, after
   ``timeout_s`` without any, every partition not yet ended is ``STALLED``. So a read of any length
-  goes on while records come, and a broker that stops answering costs ``timeout_s``.
+  goes on while records come, and a broker that stops answering costs ``timeout_s``. A read given
+  a ``deadline`` (a ``time.monotonic()`` instant: a search's time, progress or not) stalls there
+  too, whichever comes first. Either may be passed by up to one poll slice.
 - **Errors**: librdkafka retries what can be retried; an error a retry cannot fix (fatal, or one of
   ``PERMANENT_ERRORS``) ends its partition ``FAILED`` (an error of the client, not of a partition,
   ends every open partition); an offset no longer in the log (``auto.offset.reset=error``) ends it
@@ -98,7 +100,7 @@ class ReadOutcome(StrEnum):
     FAILED = "failed"
     """An error no retry can fix."""
     STALLED = "stalled"
-    """No progress for the read's timeout."""
+    """No progress for the read's timeout, or its deadline came."""
 
 
 @dataclass(frozen=True)
@@ -130,11 +132,13 @@ class ReadToEnd:
         partitions: Sequence[PartitionToRead],
         *,
         timeout_s: float,
+        deadline: float | None = None,
         batch_size: int = DEFAULT_BATCH,
     ) -> None:
         self._consumer = consumer
         self._partitions = tuple(partitions)
         self._timeout_s = timeout_s
+        self._deadline = deadline
         self._batch_size = batch_size
         self._results: dict[tuple[str, int], PartitionRead] | None = None
         self._done = False
@@ -165,7 +169,7 @@ class ReadToEnd:
 
     def _read(self, open_: dict[tuple[str, int], _Progress]) -> Iterator[list[Message]]:
         self._consumer.assign([TopicPartition(*key, p.position) for key, p in open_.items()])
-        deadline = time.monotonic() + self._timeout_s
+        deadline = self._stall_at()
         while open_:
             if time.monotonic() > deadline:
                 for key, progress in list(open_.items()):
@@ -188,9 +192,14 @@ class ReadToEnd:
                 if progress.reached_end or progress.past_end(message.offset()):
                     self._end(open_, progress.key, ReadOutcome.END)
             if delivered or len(open_) < ended:
-                deadline = time.monotonic() + self._timeout_s
+                deadline = self._stall_at()
             if delivered:
                 yield delivered
+
+    def _stall_at(self) -> float:
+        """When the read stalls without further progress: ``timeout_s`` from now, never past its deadline."""
+        then = time.monotonic() + self._timeout_s
+        return then if self._deadline is None else min(then, self._deadline)
 
     def _on_error(
         self,

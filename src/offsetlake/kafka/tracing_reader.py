@@ -8,10 +8,12 @@ there are many), so thousands of groups cost about one search per partition, not
 Partitions are searched by a small pool, each worker with its own assign-only consumers (never
 joins, never commits): one for probes (re-assigned at each probe's start offset, small fetches,
 reading forward to a record of the sought source partition, the probe's end, the partition's end
-or a bounded scan), one for sequential reads (large fetches). Requests many groups share are
-searched once. Nothing here raises for a cluster or partition problem: it is the request's reason,
-and once the target has not answered, the requests left get that reason at once instead of each
-costing another timeout.
+or a bounded scan), one for sequential reads (large fetches); both are reads of
+:mod:`offsetlake.kafka.read_to_end`, whose rules decide where a read ends, when the partition's
+time stops it and which errors fail it. Requests many groups share are searched once. Nothing
+here raises for a cluster or partition problem: it is the request's reason, and once the target
+has not answered, the requests left get that reason at once instead of each costing another
+timeout.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from offsetlake.k2k.reverse_tracing import NO_TRACED_RECORDS, ReverseTraced, reverse_search
 from offsetlake.k2k.routing import TracingRoute
@@ -46,14 +48,13 @@ from offsetlake.k2k.tracing import (
 )
 from offsetlake.kafka import clients
 from offsetlake.kafka.group_offsets import GroupOffset
-from offsetlake.kafka.range_reader import reader_consumer_config
+from offsetlake.kafka.read_to_end import PartitionToRead, ReadOutcome, ReadToEnd, reader_consumer_config
 
 DEFAULT_SCAN_LIMIT: Final = 500
 """Records one probe reads past before it stops (a long stretch of untraced records)."""
 DEFAULT_CONCURRENCY: Final = 4
 """Partitions searched at once: a probe mostly waits on the broker, a sequential read mostly
 parses headers in Python (one core), so a few workers overlap the waits without crowding it."""
-_POLL_SLICE_S: Final = 0.2
 _SCAN_BATCH: Final = 1000
 _SMALL_FETCHES: Final = {
     # A probe reads a few records and moves on: prefetching megabytes per re-assignment is waste.
@@ -352,31 +353,21 @@ class _PartitionSearch:
         origin = traced_origin(message.headers(), self.names)
         return sought_record(origin, self.key.source_topic, self.key.source_partition, message.offset())
 
-    def _remaining(self) -> float:
-        return min(_POLL_SLICE_S, max(0.0, self.deadline - time.monotonic()))
-
     def probe(self, start: int, end: int) -> ProbeResult:
         """The first record of the sought source partition in [start, end), None, or where it stopped."""
-        consumer = self.readers.probes
-        consumer.assign([TopicPartition(self.key.target_topic, self.key.target_partition, start)])
-        scanned, next_offset = 0, start
-        while not self.expired():
-            # poll, not consume(n): consume waits out its timeout unless n records arrive.
-            message = consumer.poll(self._remaining())
-            if message is None or not _readable(message):
-                continue
-            offset = message.offset()
-            if offset < start:  # a fetch of the previous assignment still queued
-                continue
-            if offset >= end or _at_end(message):
-                return None
-            found = self._sought(message)
-            if found is not None:
-                return found
-            scanned, next_offset = scanned + 1, offset + 1
-            if scanned >= self.limits.scan_limit:
-                return Scanned(next_offset)
-        return Scanned(next_offset)
+        # One record a batch: consume(n) waits out its slice unless n records arrive.
+        read = self._read(self.readers.probes, start, end, batch_size=1)
+        scanned = 0
+        for batch in read:
+            for message in batch:
+                found = self._sought(message)
+                if found is not None:
+                    return found
+                scanned += 1
+                if scanned >= self.limits.scan_limit:
+                    return Scanned(message.offset() + 1)
+        until = _stopped_at(read, end)
+        return None if until >= end else Scanned(until)
 
     def scan(self, start: int, end: int) -> ScanResult:
         """[start, end) read once, in large fetches, until done or the partition's time is up.
@@ -390,41 +381,33 @@ class _PartitionSearch:
             return self._scan(start, end)
 
     def _scan(self, start: int, end: int) -> ScanResult:
-        consumer = self.readers.scans
-        consumer.assign([TopicPartition(self.key.target_topic, self.key.target_partition, start)])
+        read = self._read(self.readers.scans, start, end, batch_size=_SCAN_BATCH)
         records: list[TracedRecord] = []
-        read, until = 0, start
-        while until < end and not self.expired():
-            for message in consumer.consume(_SCAN_BATCH, self._remaining()):
-                if not _readable(message):
-                    continue
-                if _at_end(message):
-                    return ScanResult(tuple(records), end, read)  # nothing more up to the log end
-                offset = message.offset()
-                if offset < start:
-                    continue
-                if offset >= end:
-                    return ScanResult(tuple(records), end, read)
-                read, until = read + 1, offset + 1
-                found = self._sought(message)
-                if found is not None:
-                    records.append(found)
-        return ScanResult(tuple(records), until, read)
+        count = 0
+        for batch in read:
+            count += len(batch)
+            records += filter(None, map(self._sought, batch))
+        return ScanResult(tuple(records), _stopped_at(read, end), count)
+
+    def _read(self, consumer: Consumer, start: int, end: int, *, batch_size: int) -> ReadToEnd:
+        """[start, end) of the target partition, bounded by read_to_end's rules: its end (the end
+        offset or the log's end) and the partition's deadline."""
+        wanted = PartitionToRead(self.key.target_topic, self.key.target_partition, start, end)
+        return ReadToEnd(
+            consumer, [wanted], timeout_s=self.limits.timeout_s, deadline=self.deadline, batch_size=batch_size
+        )
 
 
-def _readable(message: Message) -> bool:
-    """A record, or the partition's end; False for a passing error; raises for a failed read."""
-    error = message.error()
-    if error is None or error.code() == KafkaError._PARTITION_EOF:
-        return True
-    if error.fatal() or not error.retriable():
-        raise _ReadFailedError(error.str())
-    return False
-
-
-def _at_end(message: Message) -> bool:
-    error = message.error()
-    return error is not None and error.code() == KafkaError._PARTITION_EOF
+def _stopped_at(read: ReadToEnd, end: int) -> int:
+    """Where an iterated read of [start, end) stopped: ``end`` when it got there or to the log's end
+    (nothing more before it), the next offset when time ran out; raises for a failed read (an error
+    no retry fixes, an offset gone, or a retried error the time ran out on)."""
+    (result,) = read.results
+    if result.outcome is ReadOutcome.END:
+        return end
+    if result.outcome is ReadOutcome.STALLED and result.error is None:
+        return result.position
+    raise _ReadFailedError(result.error or result.outcome.value)
 
 
 @dataclass(frozen=True)

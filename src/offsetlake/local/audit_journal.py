@@ -27,8 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from offsetlake.apply import audit
-from offsetlake.apply.audit import AUDIT_COLUMNS
-from offsetlake.contract.tables import arrow_type
+from offsetlake.contract.tables import APPLY_AUDIT, APPLY_AUDIT_ADDED
 from offsetlake.errors import ExternalError
 from offsetlake.local.home import LocalHome
 
@@ -37,9 +36,8 @@ if TYPE_CHECKING:
 
 BATCH_ID: Final = ("run_id", "stage")
 """What names one journal file's batch; a fold appends a batch whole or not at all."""
-AUDIT_SCHEMA: Final = pa.schema([(name, arrow_type(kind)) for name, kind in AUDIT_COLUMNS])
-"""apply_audit's columns as Arrow types (what a journal file holds): audit.AUDIT_COLUMNS, by the
-contract's one type map."""
+AUDIT_SCHEMA: Final = APPLY_AUDIT.arrow_schema
+"""apply_audit's columns as Arrow types: what a journal file holds."""
 
 
 class AuditNotFoldedError(ExternalError):
@@ -62,7 +60,7 @@ def journal_file_name(run_id: str, stage: str) -> str:
 
 
 def write_journal(home: LocalHome, schema: str, records: Sequence[tuple[Any, ...]]) -> list[Path]:
-    """Write audit ``records`` (audit.AUDIT_COLUMNS order) as one Parquet file per (run_id, stage)
+    """Write audit ``records`` (APPLY_AUDIT's column order) as one Parquet file per (run_id, stage)
     they hold, each atomically: a temporary name, fsync, rename, fsync of the directory."""
     batches: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
     run_id_at, stage_at = (AUDIT_SCHEMA.get_field_index(name) for name in BATCH_ID)
@@ -167,10 +165,10 @@ def create_audit_table(spark: SparkSession, schema: str) -> None:
     by DDL, which writes no data. (Created by an append instead, Spark writes the data before it
     registers the table: a crash in between leaves files no table owns, and every later create
     there fails with LOCATION_ALREADY_EXISTS.)"""
-    columns = ", ".join(f"`{name}` {kind}" for name, kind in AUDIT_COLUMNS)
+    table = audit.audit_table_name(schema)
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {audit.audit_table_name(schema)} ({columns}) USING parquet")
-    audit.add_missing_columns(spark, audit.audit_table_name(schema))
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({APPLY_AUDIT.spark_schema}) USING parquet")
+    audit.add_missing_columns(spark, table)
 
 
 def journal_note(home: LocalHome) -> str:
@@ -203,8 +201,8 @@ def _readable(path: Path) -> bool:
     """Whether ``path`` holds audit rows (every audit column); else it is set aside and named."""
     try:
         names = pq.read_schema(path).names
-        added = {name for name, _ in audit.ADDED_COLUMNS}  # a file written before them lacks them
-        if all(name in names or name in added for name in AUDIT_SCHEMA.names):
+        # A file written before APPLY_AUDIT_ADDED lacks them.
+        if all(name in names or name in APPLY_AUDIT_ADDED for name in AUDIT_SCHEMA.names):
             return True
         problem = "it lacks audit columns"
     except (OSError, pa.ArrowException) as error:

@@ -51,7 +51,6 @@ import pyarrow.compute as pc
 
 from offsetlake.apply import audit
 from offsetlake.apply.audit import AUDIT_TABLE, COMMITTING_MODES, Stage
-from offsetlake.apply.gold import selection_bounds
 from offsetlake.apply.gold_rows import (
     DATA_LOSS_COLUMNS,
     GROUP_SNAPSHOT_COLUMNS,
@@ -76,6 +75,7 @@ from offsetlake.contract.gold import (
     GoldTableError,
     GroupDataLoss,
     LastApplied,
+    selection_bounds,
     table_name,
 )
 from offsetlake.contract.tables import (
