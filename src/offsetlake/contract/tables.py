@@ -659,3 +659,40 @@ APPLY_AUDIT: Final = TableSpec(
 APPLY_AUDIT_ADDED: Final = ("direction",)
 """APPLY_AUDIT's columns added after tables were created without them: an older table gains them
 (offsetlake.apply.audit.add_missing_columns), an older row or journal file reads them as NULL."""
+
+MM2_RESET_AUDIT: Final = TableSpec(
+    "mm2_reset_audit",
+    "Every run of `offsetlake mm2 reset-offsets`, dry runs included: one row per Connect offset key or "
+    "source partition of the connector, and per partition of a truncated offset-syncs topic.",
+    (
+        ("run_id", "STRING", "The run: its start (UTC) and a random suffix"),
+        ("mode", "STRING", "dry_run | execute"),
+        ("connector", "STRING", "The connector whose Connect offsets were reset"),
+        (
+            "offsets_topic",
+            "STRING",
+            "The Connect offsets topic (for delete_records rows: the offset-syncs topic)",
+        ),
+        ("kafka_partition", "INT", "Partition of the topic the key was read from (or truncated)"),
+        (
+            "kafka_offset",
+            "BIGINT",
+            "Offset of the key's newest record (for delete_records rows: the log end deleted up to)",
+        ),
+        ("java_partition", "INT", "The partition Java's default partitioner chooses for the key"),
+        ("source_partition", "STRING", "The Connect source partition, compact JSON"),
+        ("stored_offset", "STRING", "The stored source offset, compact JSON (NULL: reset already)"),
+        (
+            "action",
+            "STRING",
+            "tombstone | already_reset | skip_wrong_partition | reset_via_rest | delete_records",
+        ),
+        (
+            "verified",
+            "BOOLEAN",
+            "Executed rows that change something: whether reading back confirmed it; NULL otherwise",
+        ),
+        ("recorded_at", "TIMESTAMP", "When the row was written"),
+    ),
+)
+"""Written by `offsetlake mm2 reset-offsets` (offsetlake.mm2_reset.audit), not by the pipeline."""

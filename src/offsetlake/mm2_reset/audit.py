@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from offsetlake.contract.gold import table_name
-from offsetlake.contract.tables import TableSpec
+from offsetlake.contract.tables import MM2_RESET_AUDIT
 from offsetlake.mm2_reset.plan import TRUNCATION_ACTION, ResetAction, ResetRow, RestResetRow, Truncation
 
 if TYPE_CHECKING:
@@ -39,41 +39,6 @@ class ResetMode(StrEnum):
     EXECUTE = "execute"
 
 
-MM2_RESET_AUDIT: Final = TableSpec(
-    "mm2_reset_audit",
-    "Every run of `offsetlake mm2 reset-offsets`, dry runs included: one row per Connect offset key or "
-    "source partition of the connector, and per partition of a truncated offset-syncs topic.",
-    (
-        ("run_id", "STRING", "The run: its start (UTC) and a random suffix"),
-        ("mode", "STRING", "dry_run | execute"),
-        ("connector", "STRING", "The connector whose Connect offsets were reset"),
-        (
-            "offsets_topic",
-            "STRING",
-            "The Connect offsets topic (for delete_records rows: the offset-syncs topic)",
-        ),
-        ("kafka_partition", "INT", "Partition of the topic the key was read from (or truncated)"),
-        (
-            "kafka_offset",
-            "BIGINT",
-            "Offset of the key's newest record (for delete_records rows: the log end deleted up to)",
-        ),
-        ("java_partition", "INT", "The partition Java's default partitioner chooses for the key"),
-        ("source_partition", "STRING", "The Connect source partition, compact JSON"),
-        ("stored_offset", "STRING", "The stored source offset, compact JSON (NULL: reset already)"),
-        (
-            "action",
-            "STRING",
-            "tombstone | already_reset | skip_wrong_partition | reset_via_rest | delete_records",
-        ),
-        (
-            "verified",
-            "BOOLEAN",
-            "Executed rows that change something: whether reading back confirmed it; NULL otherwise",
-        ),
-        ("recorded_at", "TIMESTAMP", "When the row was written"),
-    ),
-)
 AUDIT_TABLE: Final = MM2_RESET_AUDIT.name
 
 
@@ -177,6 +142,6 @@ def append_audit(spark: SparkSession, table: str, records: Iterable[tuple[Any, .
 
     records = list(records)
     if records:
-        schema = StructType.fromDDL(MM2_RESET_AUDIT.schema_ddl)
+        schema = StructType.fromDDL(MM2_RESET_AUDIT.spark_schema)
         spark.createDataFrame(records, schema).write.mode("append").saveAsTable(table)
     return len(records)
