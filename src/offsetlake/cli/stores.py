@@ -16,10 +16,8 @@ from typing import TYPE_CHECKING
 
 from offsetlake.apply.store import GoldStore, SparkGoldStore
 from offsetlake.cli.context import Context
-from offsetlake.local.audit_journal import fold_journal
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
 from offsetlake.local.locks import check_home_free
-from offsetlake.local.warehouse_gold import LocalGoldStore
 from offsetlake.sessions import get_spark, on_databricks
 
 if TYPE_CHECKING:
@@ -35,6 +33,8 @@ def command_home(context: Context) -> LocalHome | None:
 
 def gold_store_for(request: ApplyRequest, home: LocalHome | None) -> GoldStore:
     """The store one run of ``request`` reads and audits through (closing it is the caller's)."""
+    from offsetlake.local.warehouse_gold import LocalGoldStore  # pyarrow: after a failover's probes start
+
     schema = request.schema or LOCAL_SCHEMA
     if home is None or request.catalog:
         return SparkGoldStore(spark_for_audit(home), schema, request.catalog)
@@ -46,6 +46,8 @@ def spark_for_audit(home: LocalHome | None) -> SparkSession:
     """A session whose audit tables hold every audited run: locally, the home's journal is folded
     in first (an explicit step: opening a session writes nothing); on Databricks every run appends
     to ``apply_audit`` itself and there is nothing to fold."""
+    from offsetlake.local.audit_journal import fold_journal  # pyarrow: after a failover's probes start
+
     spark = get_spark(home=home)
     if home is not None:
         fold_journal(spark, home)

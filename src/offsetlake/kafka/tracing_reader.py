@@ -46,7 +46,7 @@ from offsetlake.k2k.tracing import (
 )
 from offsetlake.kafka import clients
 from offsetlake.kafka.group_offsets import GroupOffset
-from offsetlake.kafka.range_reader import reader_consumer_config
+from offsetlake.kafka.read_to_end import reader_consumer_config
 
 DEFAULT_SCAN_LIMIT: Final = 500
 """Records one probe reads past before it stops (a long stretch of untraced records)."""
