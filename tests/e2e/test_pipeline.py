@@ -125,7 +125,7 @@ def _describe_and_example_queries() -> dict[str, str]:
 
 
 def _run(scenario_home: Path, settings: PipelineSettings) -> PipelineRunResult:
-    result = run_pipeline(settings, LocalHome(scenario_home))
+    result = run_pipeline(settings, LocalHome.resolve(scenario_home))
     assert result.succeeded, f"{result.explanation}; log {result.log_path}"
     return result
 
@@ -613,7 +613,7 @@ def test_a_flow_that_really_fails_makes_the_run_fail(scenario: Scenario) -> None
         sources=(*scenario.settings.sources, ClusterEndpoint("north", scenario.source_bootstrap)),
     )
     result = run_pipeline(
-        grown, LocalHome(scenario.home), spark_conf={"spark.sql.pipelines.maxFlowRetryAttempts": "0"}
+        grown, LocalHome.resolve(scenario.home), spark_conf={"spark.sql.pipelines.maxFlowRetryAttempts": "0"}
     )
     assert not result.succeeded
     assert result.exit_code != 0
