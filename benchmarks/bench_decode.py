@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from offsetlake.codecs.mm2 import Checkpoint, OffsetSync, encode_checkpoint, encode_offset_sync
+from offsetlake.local.home import LocalHome
 from offsetlake.local.jit import Jit
 from offsetlake.local.spark import get_local_spark, stop_local_spark
 from offsetlake.pipeline.decoding import inputs
@@ -251,7 +252,9 @@ def main() -> None:
         for name in chosen:
             write_bronze(KINDS[name], args.records, root / "bronze" / name)
         print(f"bronze Parquet written in {time.perf_counter() - started:.1f} s")
-        spark = get_local_spark(home=root / "home", app_name="bench-decode", jit=Jit(args.jit))
+        spark = get_local_spark(
+            home=LocalHome.resolve(root / "home"), app_name="bench-decode", jit=Jit(args.jit)
+        )
         for setting in args.conf:
             key, _, value = setting.partition("=")
             spark.conf.set(key, value)

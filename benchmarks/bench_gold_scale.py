@@ -48,7 +48,7 @@ from bench_pipeline import (
 )
 from offsetlake.codecs.mm2 import OffsetSync, encode_offset_sync
 from offsetlake.local.clusters import local_pipeline_settings
-from offsetlake.local.home import HOME_ENV
+from offsetlake.local.home import HOME_ENV, LocalHome
 from offsetlake_dev.local_cluster import running_clusters
 
 TIMEOUT_S: Final = 120.0
@@ -170,7 +170,7 @@ def run(options: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="offsetlake-bench-gold-scale-") as temporary:
         home = Path(temporary)
         with running_clusters(home, preferred_ports=None) as pair:
-            settings = local_pipeline_settings(home)
+            settings = local_pipeline_settings(LocalHome(home))
             workload = CheckpointWorkload.for_pipeline(settings, options)
             source, target = settings.sources[0].bootstrap_servers, settings.target_bootstrap_servers
             create_checkpoints_topic(target, workload.topic)

@@ -50,7 +50,7 @@ from _measure import PeakTreeMemory
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local.clusters import local_pipeline_settings
-from offsetlake.local.home import HOME_ENV
+from offsetlake.local.home import HOME_ENV, LocalHome
 from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake_dev.local_cluster import ClusterPair, running_clusters
@@ -263,7 +263,9 @@ def timed_pipeline_run(
     brokers = tuple(cluster.pid for cluster in pair if cluster.pid is not None)
     with PeakTreeMemory(excluded=brokers) as peak:
         started = time.perf_counter()
-        result = run_pipeline(local_pipeline_settings(home), home, echo=print if options.verbose else None)
+        result = run_pipeline(
+            local_pipeline_settings(LocalHome(home)), LocalHome(home), echo=print if options.verbose else None
+        )
         wall_s = time.perf_counter() - started
     launched_at = datetime.now() - timedelta(seconds=result.seconds)
     log_copy = options.logs_dir / f"{label.replace(' ', '-')}.log"
@@ -332,7 +334,7 @@ def ingest_benchmark(options: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="offsetlake-bench-ingest-") as temporary:
         home = Path(temporary)
         with running_clusters(home, preferred_ports=None) as pair:
-            settings = local_pipeline_settings(home)
+            settings = local_pipeline_settings(LocalHome(home))
             workload = CheckpointWorkload.for_pipeline(settings, options)
             target = settings.target_bootstrap_servers
             create_checkpoints_topic(target, workload.topic)
@@ -366,7 +368,7 @@ def refresh_run(label: str, history: int, options: argparse.Namespace) -> list[P
     with tempfile.TemporaryDirectory(prefix=f"offsetlake-bench-refresh-{label}-") as temporary:
         home = Path(temporary)
         with running_clusters(home, preferred_ports=None) as pair:
-            settings = local_pipeline_settings(home)
+            settings = local_pipeline_settings(LocalHome(home))
             workload = CheckpointWorkload.for_pipeline(settings, options)
             target = settings.target_bootstrap_servers
             create_checkpoints_topic(target, workload.topic)

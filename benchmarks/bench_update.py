@@ -44,6 +44,7 @@ from typing import Final
 
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local.connect_server import WarmServer
+from offsetlake.local.home import LocalHome
 from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 from offsetlake.local.processes import descendants
 from offsetlake_dev import demo
@@ -231,7 +232,7 @@ def timed_update(
 
     with ProcessCounter(brokers) as counter:
         result = run_pipeline(
-            settings, home, full_refresh=full, echo=echo, server=warm, spark_conf=spark_conf
+            settings, LocalHome(home), full_refresh=full, echo=echo, server=warm, spark_conf=spark_conf
         )
     shutil.copyfile(result.log_path, log_copy)
     if not result.succeeded:
@@ -252,7 +253,7 @@ def optional_warm_server(enabled: bool, home: Path) -> Iterator[WarmServer | Non
         yield None
         return
     started = time.monotonic()
-    with WarmServer(home) as server:
+    with WarmServer(LocalHome(home)) as server:
         print(f"warm Spark Connect server started in {time.monotonic() - started:.1f}s ({server.url})")
         yield server
 

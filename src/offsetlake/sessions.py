@@ -32,6 +32,8 @@ from offsetlake.errors import ExternalError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from offsetlake.local.home import LocalHome
+
 RUNTIME_ENV = "DATABRICKS_RUNTIME_VERSION"
 RUNTIME_MODULE = "databricks.sdk.runtime"
 # Set when the runtime gives this process its JVM (classic driver) or a Spark Connect endpoint:
@@ -122,8 +124,9 @@ def _attached_session() -> Any:
         return None
 
 
-def get_spark(environ: Mapping[str, str] | None = None) -> SparkSession:
-    """The runtime's session on Databricks (never a local JVM there), the local one elsewhere.
+def get_spark(environ: Mapping[str, str] | None = None, *, home: LocalHome | None = None) -> SparkSession:
+    """The runtime's session on Databricks (never a local JVM there), the local one (on ``home``)
+    elsewhere.
 
     Only a session, never a write: a local command that reads ``apply_audit`` through it folds the
     home's audit journal first, as its own step (offsetlake.local.audit_journal.fold_journal).
@@ -132,4 +135,4 @@ def get_spark(environ: Mapping[str, str] | None = None) -> SparkSession:
         return databricks_session(environ)
     from offsetlake.local.spark import get_local_spark
 
-    return get_local_spark()
+    return get_local_spark(home)

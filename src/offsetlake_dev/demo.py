@@ -233,7 +233,7 @@ def _run_scenario(home: Path, clusters: ClusterPair, progress: Progress) -> int:
 
     progress.step("starting the local Spark session the plan and apply jobs read gold with")
     # Started here so its log level is lowered before the apply job logs through it.
-    get_local_spark(home).sparkContext.setLogLevel("ERROR")
+    get_local_spark(LocalHome(home)).sparkContext.setLogLevel("ERROR")
     _show_replication_lag(home, progress)
 
     remote_topics = [settings.remote_topic(ORDERS), settings.remote_topic(PAYMENTS)]
@@ -400,7 +400,7 @@ def _plan_and_apply(home: Path, target: str, progress: Progress) -> bool:
                 f"offsetlake {command} exited with status {int(result.status)}, as expected: it names the "
                 f"partitions it left alone ({', '.join(sorted(refused))})"
             )
-    fold_journal(get_local_spark(home), layout)
+    fold_journal(get_local_spark(layout), layout)
     return ok
 
 
@@ -513,7 +513,7 @@ def _fail_back(
         result = run_failback(request, store=store)
     out, err = render.apply_report(result.apply)
     progress.block("\n".join(report_lines(result) + out + err))
-    fold_journal(get_local_spark(home), LocalHome(home))
+    fold_journal(get_local_spark(LocalHome(home)), LocalHome(home))
     progress.step("verifying each group's committed positions on the source against the ground truth")
     admin = AdminClient({"bootstrap.servers": source})
     rows, ok = [], result.status is ApplyStatus.OK
@@ -649,7 +649,7 @@ def _show_methods(home: Path, progress: Progress) -> None:
         "ORDER BY consumer_group, topic, method"
     )
     progress.step(f'every method\'s current translation of partition 0: offsetlake sql "{query}"')
-    rows = get_local_spark(home).sql(query).collect()
+    rows = get_local_spark(LocalHome(home)).sql(query).collect()
     progress.block(
         render.table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])
     )
@@ -666,7 +666,7 @@ def _show_history(home: Path, progress: Progress) -> None:
         "ORDER BY consumer_group, method, valid_from"
     )
     progress.step(f'offset history of {topic}[{partition}]: offsetlake sql "{query}"')
-    rows = get_local_spark(home).sql(query).collect()
+    rows = get_local_spark(LocalHome(home)).sql(query).collect()
     progress.block(
         render.table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])
     )
@@ -681,7 +681,7 @@ def _show_replication_lag(home: Path, progress: Progress) -> None:
         f"FROM {LOCAL_SCHEMA}.replication_progress ORDER BY source_cluster, topic, `partition`"
     )
     progress.step(f'replication lag (MM2 has no consumer group, so no lag metric): offsetlake sql "{query}"')
-    rows = get_local_spark(home).sql(query).collect()
+    rows = get_local_spark(LocalHome(home)).sql(query).collect()
     progress.block(
         render.table(list(rows[0].asDict()) if rows else ["(no rows)"], [tuple(row) for row in rows])
     )
@@ -714,7 +714,7 @@ def _run_pipeline(home: Path, source: str, target: str, progress: Progress) -> b
             shown.add(line)
             progress.step(f"pipeline: {line}")
 
-    result = run_pipeline(settings, home, echo=echo)
+    result = run_pipeline(settings, LocalHome(home), echo=echo)
     rows = [(flow.name, flow.state, f"{flow.seconds:.1f}") for flow in result.flows]
     progress.block(render.table(("flow", "state", "seconds"), rows))
     verdict = "succeeded" if result.succeeded else "FAILED"

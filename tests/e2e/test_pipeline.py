@@ -125,7 +125,7 @@ def _describe_and_example_queries() -> dict[str, str]:
 
 
 def _run(scenario_home: Path, settings: PipelineSettings) -> PipelineRunResult:
-    result = run_pipeline(settings, scenario_home)
+    result = run_pipeline(settings, LocalHome.resolve(scenario_home))
     assert result.succeeded, f"{result.explanation}; log {result.log_path}"
     return result
 
@@ -612,7 +612,9 @@ def test_a_flow_that_really_fails_makes_the_run_fail(scenario: Scenario) -> None
         scenario.settings,
         sources=(*scenario.settings.sources, ClusterEndpoint("north", scenario.source_bootstrap)),
     )
-    result = run_pipeline(grown, scenario.home, spark_conf={"spark.sql.pipelines.maxFlowRetryAttempts": "0"})
+    result = run_pipeline(
+        grown, LocalHome.resolve(scenario.home), spark_conf={"spark.sql.pipelines.maxFlowRetryAttempts": "0"}
+    )
     assert not result.succeeded
     assert result.exit_code != 0
     stopped = {o.name.rsplit(".", 1)[-1] for o in result.flows if o.state in {"FAILED", "SKIPPED"}}

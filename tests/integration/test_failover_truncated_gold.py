@@ -22,7 +22,7 @@ import pytest
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
 from offsetlake.contract.tables import BRONZE_CHECKPOINTS, LATEST_OFFSETS, TableSpec
 from offsetlake.local.gold_guard import GoldGuard
-from offsetlake.local.home import HOME_ENV
+from offsetlake.local.home import HOME_ENV, LocalHome
 from offsetlake.local.locks import pipeline_run_lock
 from tests.kafka_helpers import committed_offsets, create_topic, produce
 
@@ -96,8 +96,8 @@ def test_a_failover_puts_back_gold_a_killed_update_emptied_and_refuses_an_emptie
         "last_observed_at": now,
     }])  # fmt: skip
     # ...then an update backed gold up, emptied the view, and was killed before putting it back.
-    with pipeline_run_lock(tmp_path):
-        GoldGuard(tmp_path).protect()
+    with pipeline_run_lock(LocalHome(tmp_path)):
+        GoldGuard(LocalHome(tmp_path)).protect()
         for part in latest.glob("part-*"):
             part.unlink()
 
@@ -109,7 +109,7 @@ def test_a_failover_puts_back_gold_a_killed_update_emptied_and_refuses_an_emptie
     assert recovered.returncode == 0, report[-4000:]
     assert committed_offsets(target_bootstrap, in_gold, [(topic, 0)]) == {(topic, 0): 20}, report[-4000:]
     assert committed_offsets(target_bootstrap, in_tail, [(topic, 0)]) == {(topic, 0): 12}, report[-4000:]
-    assert not (GoldGuard(tmp_path).backup_dir / "UPDATE-IN-PROGRESS").exists()
+    assert not (GoldGuard(LocalHome(tmp_path)).backup_dir / "UPDATE-IN-PROGRESS").exists()
 
     # Emptied again, with no backup to put back: refused, unless the tail alone is asked for.
     for part in latest.glob("part-*"):

@@ -102,7 +102,10 @@ def test_a_table_without_data_files_reads_as_empty(tmp_path: Path) -> None:
 
 
 def test_gold_is_not_read_while_a_pipeline_update_runs_on_the_home(tmp_path: Path) -> None:
-    with pipeline_run_lock(tmp_path), pytest.raises(HomeInUseError, match="in use by a pipeline update"):
+    with (
+        pipeline_run_lock(LocalHome(tmp_path)),
+        pytest.raises(HomeInUseError, match="in use by a pipeline update"),
+    ):
         LocalGoldStore(LocalHome(tmp_path)).latest_offsets()
     assert LocalGoldStore(LocalHome(tmp_path)).latest_offsets() == []
 

@@ -63,10 +63,10 @@ def test_on_databricks_a_session_folds_nothing_from_a_local_home(
     write_journal(LocalHome(offsetlake_home), "offsetlake", plan("run-a"))
     monkeypatch.setenv(sessions.RUNTIME_ENV, "17.3")
     session = Recording()
-    monkeypatch.setattr(stores, "get_spark", lambda: session)
+    monkeypatch.setattr(stores, "get_spark", lambda **_: session)
 
-    assert stores.command_home() is None  # nothing local on Databricks
-    assert stores.spark_for_audit(stores.command_home()) is session
+    assert stores.command_home(Context()) is None  # nothing local on Databricks
+    assert stores.spark_for_audit(stores.command_home(Context())) is session
     assert session.calls == []  # never asked
     assert len(journal_files(LocalHome(offsetlake_home), "offsetlake")) == 1
 
@@ -105,7 +105,7 @@ def test_opening_a_local_session_writes_no_table_and_the_explicit_step_folds_the
     assert session.calls == []  # apply_audit neither created nor appended to
     assert len(journal_files(home, "offsetlake")) == 1
 
-    assert stores.spark_for_audit(stores.command_home()) is session
+    assert stores.spark_for_audit(stores.command_home(Context())) is session
     assert "saveAsTable" in session.calls  # the journal's rows appended to apply_audit
     assert journal_files(home, "offsetlake") == []
 

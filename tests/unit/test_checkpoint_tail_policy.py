@@ -33,7 +33,9 @@ def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 def tail_policy(command: str, *flags: str) -> ReplicationPolicy | None:
     parsed = build_parser().parse_args([command, "--target-bootstrap-servers", "t:9092", *flags])
-    return request_from_args(parsed, CLUSTERS, dry_run=command == "plan").checkpoint_tail
+    return request_from_args(
+        parsed, CLUSTERS, dry_run=command == "plan", home=LocalHome.resolve()
+    ).checkpoint_tail
 
 
 def test_set_names_the_policy_of_plan_and_apply() -> None:

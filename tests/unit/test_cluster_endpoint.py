@@ -15,6 +15,7 @@ from offsetlake.cli.options import parse_source
 from offsetlake.contract.settings import SOURCES, TARGET_BOOTSTRAP, PipelineSettings
 from offsetlake.errors import InvalidValueError
 from offsetlake.local.clusters import local_pipeline_settings, read_local_clusters
+from offsetlake.local.home import LocalHome
 from offsetlake.mirror.clusters import ClusterEndpoint, parse_endpoint
 
 
@@ -36,12 +37,12 @@ def test_settings_flags_and_the_local_file_give_the_same_type(offsetlake_home: P
     settings = PipelineSettings.from_mapping({TARGET_BOOTSTRAP: "t:1", SOURCES: "east=e1:1;e2:1"})
     assert settings.sources == (ClusterEndpoint("east", "e1:1,e2:1"),)
     assert parse_source("east=e1:1,e2:1") == settings.sources[0]
-    pair = read_local_clusters(offsetlake_home)
+    pair = read_local_clusters(LocalHome(offsetlake_home))
     assert (pair.source, pair.target) == (
         ClusterEndpoint("source", "source:1"),
         ClusterEndpoint("target", "target:1"),
     )
-    assert local_pipeline_settings(offsetlake_home).sources == (pair.source,)
+    assert local_pipeline_settings(LocalHome(offsetlake_home)).sources == (pair.source,)
 
 
 def test_a_bad_source_flag_is_an_argparse_error_and_a_bad_setting_names_its_key() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from offsetlake.local.gold_guard import GUARDED_TABLES, GoldGuard
+from offsetlake.local.home import LocalHome
 
 
 def _table(home: Path, name: str) -> Path:
@@ -43,7 +44,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def test_tables_the_update_did_not_complete_get_their_previous_files_back(home: Path) -> None:
-    guard = GoldGuard(home)
+    guard = GoldGuard(LocalHome(home))
     guard.protect()
     _rewrite(home, "latest_offsets", {})  # truncated, then the update failed
     _rewrite(home, "offset_history", {"part-9.parquet": b"offset_history v2"})  # completed
@@ -55,7 +56,7 @@ def test_tables_the_update_did_not_complete_get_their_previous_files_back(home: 
 
 
 def test_a_successful_update_keeps_its_new_gold(home: Path) -> None:
-    guard = GoldGuard(home)
+    guard = GoldGuard(LocalHome(home))
     guard.protect()
     for name in GUARDED_TABLES:
         _rewrite(home, name, {"new.parquet": b"v2"})
@@ -64,23 +65,23 @@ def test_a_successful_update_keeps_its_new_gold(home: Path) -> None:
 
 
 def test_a_runner_killed_outright_is_recovered_at_the_next_start(home: Path) -> None:
-    GoldGuard(home).protect()
+    GoldGuard(LocalHome(home)).protect()
     for name in GUARDED_TABLES:
         _rewrite(home, name, {})  # the runner died here: nothing settled
-    assert sorted(GoldGuard(home).recover()) == sorted(GUARDED_TABLES)
+    assert sorted(GoldGuard(LocalHome(home)).recover()) == sorted(GUARDED_TABLES)
     assert _files(home, "latest_offsets")["part-0.parquet"] == b"latest_offsets v1"
-    assert GoldGuard(home).recover() == []  # nothing left to recover
+    assert GoldGuard(LocalHome(home)).recover() == []  # nothing left to recover
 
 
 def test_the_backup_is_hard_links_not_copies(home: Path) -> None:
-    GoldGuard(home).protect()
+    GoldGuard(LocalHome(home)).protect()
     original = _table(home, "latest_offsets") / "part-0.parquet"
     backup = home / "pipeline" / "gold-backup" / "latest_offsets" / "part-0.parquet"
     assert backup.stat().st_ino == original.stat().st_ino
 
 
 def test_a_first_update_has_nothing_to_restore(tmp_path: Path) -> None:
-    guard = GoldGuard(tmp_path)
+    guard = GoldGuard(LocalHome(tmp_path))
     guard.protect()
     _write(tmp_path, "latest_offsets", {"half.parquet": b"partial"})
     assert guard.settle(completed=()) == []
@@ -132,12 +133,12 @@ def _update(home: Path, *, crash: int | None, monkeypatch: pytest.MonkeyPatch) -
     with monkeypatch.context() as patched:
         dying.patch(patched)
         try:
-            GoldGuard(home).protect()
+            GoldGuard(LocalHome(home)).protect()
             dying.counting = False  # the engine's changes are not the guard's
             for name in GUARDED_TABLES:
                 _rewrite(home, name, V2 if name in COMPLETED else {"part-9.parquet": b"half"})
             dying.counting = True
-            GoldGuard(home).settle(COMPLETED)
+            GoldGuard(LocalHome(home)).settle(COMPLETED)
         except _Crash:
             pass
     return dying.done
@@ -156,12 +157,12 @@ def test_a_crash_at_any_step_of_the_guard_never_puts_a_partial_backup_over_gold(
     for crash in range(steps + 1):
         home = tmp_path / f"crash-{crash}"
         _update(home, crash=crash, monkeypatch=monkeypatch)
-        GoldGuard(home).recover()
+        GoldGuard(LocalHome(home)).recover()
         tables = {name: _files(home, name) for name in GUARDED_TABLES}
         for name, files in tables.items():
             assert files in (V1, V2) if name in COMPLETED else files == V1, (crash, name, sorted(files))
         if all(tables[name] == V2 for name in COMPLETED) and settled is None:
             settled = crash  # from here on the update's completed tables are kept
         assert settled is None or all(tables[name] == V2 for name in COMPLETED), (crash, settled)
-        assert not GoldGuard(home).interrupted
+        assert not GoldGuard(LocalHome(home)).interrupted
     assert settled is not None and settled < steps

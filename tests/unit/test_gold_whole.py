@@ -163,20 +163,26 @@ def test_an_empty_sink_log_is_an_empty_table_whatever_lies_in_the_directory(tmp_
 
 def test_an_open_store_keeps_pipeline_updates_off_gold_until_it_is_closed(tmp_path: Path) -> None:
     store = LocalGoldStore(LocalHome(tmp_path))
-    with pipeline_run_lock(tmp_path):  # nothing read yet: nothing held
+    with pipeline_run_lock(LocalHome(tmp_path)):  # nothing read yet: nothing held
         pass
     assert store.latest_offsets() == []
     other = LocalGoldStore(LocalHome(tmp_path))
     assert other.count_translations() == 0  # readers share the lock
-    with pytest.raises(HomeInUseError, match=r"is in use by process \d+"), pipeline_run_lock(tmp_path):
+    with (
+        pytest.raises(HomeInUseError, match=r"is in use by process \d+"),
+        pipeline_run_lock(LocalHome(tmp_path)),
+    ):
         pass
     store.close()
     other.close()
-    with pipeline_run_lock(tmp_path), pytest.raises(HomeInUseError, match="in use by a pipeline update"):
+    with (
+        pipeline_run_lock(LocalHome(tmp_path)),
+        pytest.raises(HomeInUseError, match="in use by a pipeline update"),
+    ):
         store.latest_offsets()  # read again: held again, so refused while a run holds it
     with store:
         store.latest_offsets()
-    with pipeline_run_lock(tmp_path):
+    with pipeline_run_lock(LocalHome(tmp_path)):
         pass
 
 
@@ -184,18 +190,18 @@ def test_a_store_may_wait_a_bounded_time_for_an_update_to_end(tmp_path: Path) ->
     read: list[object] = []
     store = LocalGoldStore(LocalHome(tmp_path), lock_wait_s=600)
     reader = threading.Thread(target=lambda: read.append(store.latest_offsets()))
-    with pipeline_run_lock(tmp_path):
+    with pipeline_run_lock(LocalHome(tmp_path)):
         reader.start()
         reader.join(0.5)
         assert reader.is_alive()  # waiting: the run holds the lock
     reader.join(60)
     assert read == [[]]
-    with pytest.raises(HomeInUseError), pipeline_run_lock(tmp_path):
+    with pytest.raises(HomeInUseError), pipeline_run_lock(LocalHome(tmp_path)):
         pass
     store.close()
 
     waited = LocalGoldStore(LocalHome(tmp_path), lock_wait_s=0.2)
-    with pipeline_run_lock(tmp_path), pytest.raises(HomeInUseError, match=r"\(waited 0.2 s\)"):
+    with pipeline_run_lock(LocalHome(tmp_path)), pytest.raises(HomeInUseError, match=r"\(waited 0.2 s\)"):
         waited.latest_offsets()
 
 
@@ -204,11 +210,11 @@ def truncated_by_a_killed_update(home: Path) -> Path:
     was killed before its runner could put it back (the marker stays)."""
     directory = table_dir(home, LATEST_OFFSETS.name)
     write_part(directory, "part-0.parquet", [latest(f"app-{n}", n) for n in range(3)], LATEST_OFFSETS.columns)
-    with pipeline_run_lock(home):
-        GoldGuard(home).protect()
+    with pipeline_run_lock(LocalHome(home)):
+        GoldGuard(LocalHome(home)).protect()
         for part in directory.glob("part-*"):
             part.unlink()
-    assert GoldGuard(home).interrupted
+    assert GoldGuard(LocalHome(home)).interrupted
     return directory
 
 
@@ -219,12 +225,12 @@ def test_gold_an_interrupted_update_emptied_is_put_back_before_it_is_read(tmp_pa
         offsets = store.latest_offsets()
 
     assert sorted(offset.consumer_group for offset in offsets) == ["app-0", "app-1", "app-2"]
-    assert not GoldGuard(tmp_path).interrupted
+    assert not GoldGuard(LocalHome(tmp_path)).interrupted
 
 
 def test_gold_to_put_back_while_another_reader_holds_the_home_is_refused_in_one_line(tmp_path: Path) -> None:
     directory = truncated_by_a_killed_update(tmp_path)
-    reader = RunLockHold(tmp_path)
+    reader = RunLockHold(LocalHome(tmp_path))
     assert reader.take()
     with pytest.raises(HomeInUseError, match=r"an interrupted pipeline update left gold .* to be put back"):
         LocalGoldStore(LocalHome(tmp_path)).latest_offsets()
@@ -320,7 +326,7 @@ def test_a_run_holds_the_home_from_its_first_read_and_lets_go_when_it_ends(
     class Watched(LocalGoldStore):
         def latest_offsets(self, selection: Selection | None = None) -> list[Any]:
             try:
-                with pipeline_run_lock(tmp_path):
+                with pipeline_run_lock(LocalHome(tmp_path)):
                     refused.append("")
             except HomeInUseError as error:
                 refused.append(str(error))
@@ -334,7 +340,7 @@ def test_a_run_holds_the_home_from_its_first_read_and_lets_go_when_it_ends(
     assert "no translation in gold" in err.getvalue()  # gold_rows == 0
     assert len(refused) == 1
     assert "is in use by process" in refused[0]  # cluster_health, the first read, took the lock
-    with pipeline_run_lock(tmp_path):
+    with pipeline_run_lock(LocalHome(tmp_path)):
         pass
 
 
@@ -359,7 +365,9 @@ def test_the_sync_loop_skips_an_update_while_a_run_reads_gold_and_goes_on(
     def update(*args: Any, **kwargs: Any) -> Any:
         updates.append(len(updates) + 1)
         if len(updates) == 1:
-            with pipeline_run_lock(tmp_path):  # what run_pipeline does first: refused by the reader
+            with pipeline_run_lock(
+                LocalHome(tmp_path)
+            ):  # what run_pipeline does first: refused by the reader
                 pass
         raise StopSignalError(signal.SIGTERM)
 
@@ -371,7 +379,7 @@ def test_the_sync_loop_skips_an_update_while_a_run_reads_gold_and_goes_on(
         with pytest.raises(StopSignalError):
             cli_pipeline.run_every(
                 PipelineSettings("t:9092", (ClusterEndpoint("east", "e:9092"),)),
-                tmp_path,
+                LocalHome(tmp_path),
                 timedelta(microseconds=1),
                 None,
                 Context(out=out),

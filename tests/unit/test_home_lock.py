@@ -28,8 +28,9 @@ POSIX_HOLDER = (
 RUN_HOLDER = (
     "import sys, time\n"
     "from pathlib import Path\n"
+    "from offsetlake.local.home import LocalHome\n"
     "from offsetlake.local.locks import pipeline_run_lock\n"
-    "with pipeline_run_lock(Path(sys.argv[1])):\n"
+    "with pipeline_run_lock(LocalHome(Path(sys.argv[1]))):\n"
     "    print('locked', flush=True)\n"
     "    time.sleep(600)\n"
 )
@@ -47,26 +48,26 @@ def holder(script: str, path: Path) -> Iterator[subprocess.Popen[str]]:
 
 
 def test_a_metastore_held_by_another_process_is_refused_with_its_pid(tmp_path: Path) -> None:
-    check_home_free(tmp_path)  # no metastore yet
+    check_home_free(LocalHome(tmp_path))  # no metastore yet
     lock = LocalHome(tmp_path).derby_lock
     lock.parent.mkdir()
     lock.touch()
-    check_home_free(tmp_path)  # a metastore nobody holds
+    check_home_free(LocalHome(tmp_path))  # a metastore nobody holds
     with holder(POSIX_HOLDER, lock) as process, pytest.raises(HomeInUseError) as refused:
-        check_home_free(tmp_path)
+        check_home_free(LocalHome(tmp_path))
     message = str(refused.value)
     assert f"local home {tmp_path} is in use by process {process.pid} (" in message
     assert "OFFSETLAKE_HOME" in message
     assert "\n" not in message
-    check_home_free(tmp_path)  # released when the holder ends
+    check_home_free(LocalHome(tmp_path))  # released when the holder ends
 
 
 def test_a_second_pipeline_run_on_one_home_is_refused_at_once(tmp_path: Path) -> None:
     with (
         holder(RUN_HOLDER, tmp_path) as process,
         pytest.raises(HomeInUseError, match=rf"in use by process {process.pid} \("),
-        pipeline_run_lock(tmp_path),
+        pipeline_run_lock(LocalHome(tmp_path)),
     ):
         pass
-    with pipeline_run_lock(tmp_path):
+    with pipeline_run_lock(LocalHome(tmp_path)):
         pass

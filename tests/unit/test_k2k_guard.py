@@ -166,7 +166,8 @@ def test_the_executor_never_carries_out_the_new_skips() -> None:
 
 def args(*flags: str) -> tuple[str, bool, MultipleTargetsPolicy]:
     parsed = build_parser().parse_args(["apply", "--target-bootstrap-servers", "t:9092", *flags])
-    request = request_from_args(parsed, ResolvedClusters("t:9092", "target", (), None), dry_run=False)
+    clusters = ResolvedClusters("t:9092", "target", (), None)
+    request = request_from_args(parsed, clusters, dry_run=False, home=None)
     return request.k2k_guard_prefix, request.ignore_k2k_guard, request.on_multiple_targets
 
 

@@ -205,7 +205,9 @@ def test_a_graph_error_stops_the_update_instead_of_waiting_out_the_retries(
     settings = PipelineSettings(
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
-    result = run_pipeline(settings, tmp_path / "home", refresh=("quarantine",), timeout_s=120)
+    result = run_pipeline(
+        settings, LocalHome.resolve(tmp_path / "home"), refresh=("quarantine",), timeout_s=120
+    )
     assert not result.succeeded
     assert "stopped, not retried" in result.explanation
     assert "time limit" not in result.explanation
@@ -311,15 +313,14 @@ def test_an_update_on_a_warm_server_of_another_home_is_refused(tmp_path: Path) -
     settings = PipelineSettings(
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
-    server = WarmServer(tmp_path / "other")
+    other = LocalHome.resolve(tmp_path / "other")
+    server = WarmServer(other)
     with pytest.raises(InvalidValueError, match="serves"):
-        run_pipeline(settings, tmp_path / "home", server=server)
+        run_pipeline(settings, LocalHome.resolve(tmp_path / "home"), server=server)
     with pytest.raises(InvalidValueError, match="Kafka properties"):
-        run_pipeline(
-            settings, tmp_path / "other", server=server, kafka_properties=tmp_path / "client.properties"
-        )
+        run_pipeline(settings, other, server=server, kafka_properties=tmp_path / "client.properties")
     with pytest.raises(ConnectServerError, match="not running"):
-        run_pipeline(settings, tmp_path / "other", server=server)
+        run_pipeline(settings, other, server=server)
 
 
 def test_an_update_line_of_the_sync_loop_shows_restarts_and_why_it_failed() -> None:
@@ -381,7 +382,7 @@ def test_the_sync_loop_skips_an_update_whose_run_lock_a_reader_holds_and_goes_on
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
     with pytest.raises(StopSignalError):
-        run_every(settings, tmp_path, timedelta(milliseconds=1), None, context)
+        run_every(settings, LocalHome(tmp_path), timedelta(milliseconds=1), None, context)
     lines = context.out.getvalue().splitlines()
     assert lines[1].endswith("update 1: skipped: local home is in use by process 42 (offsetlake failover)")
     assert lines[2].endswith("update 2: completed in 1.0s")
@@ -422,7 +423,7 @@ def test_a_sigterm_after_the_run_completed_keeps_the_updates_gold(
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
     with pytest.raises(StopSignalError):
-        run_pipeline(settings, home.root, echo=echo)
+        run_pipeline(settings, home, echo=echo)
     for table in GUARDED_TABLES:
         assert [path.name for path in (home.schema_dir / table).iterdir()] == ["new.parquet"], table
     assert not home.gold_backup.exists()

@@ -13,6 +13,7 @@ from offsetlake import sessions
 from offsetlake.apply import run
 from offsetlake.apply.store import SparkGoldStore
 from offsetlake.cli import stores
+from offsetlake.cli.context import Context
 from offsetlake.errors import ExternalError, OffsetlakeError
 from offsetlake.local import spark as local_spark
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
@@ -57,7 +58,9 @@ def _local_spark_marker(monkeypatch: pytest.MonkeyPatch) -> object:
 
 def _apply_session(catalog: str | None = None) -> object:
     """The Spark session the apply job's gold store reads through."""
-    store = stores.gold_store_for(run.ApplyRequest(dry_run=True, catalog=catalog), stores.command_home())
+    store = stores.gold_store_for(
+        run.ApplyRequest(dry_run=True, catalog=catalog), stores.command_home(Context())
+    )
     assert isinstance(store, SparkGoldStore)
     return store.spark
 
@@ -95,7 +98,7 @@ def test_off_databricks_the_apply_job_reads_the_local_warehouse_without_spark(
     _local_spark_forbidden(monkeypatch)
 
     assert not sessions.on_databricks()
-    store = stores.gold_store_for(run.ApplyRequest(dry_run=True), stores.command_home())
+    store = stores.gold_store_for(run.ApplyRequest(dry_run=True), stores.command_home(Context()))
     assert isinstance(store, LocalGoldStore)
     assert (store.home, store.schema) == (LocalHome(offsetlake_home), LOCAL_SCHEMA)
     assert store.schema_dir == offsetlake_home / "warehouse" / "offsetlake.db"

@@ -46,8 +46,9 @@ HANG_GUARD_S = 120.0
 LOOP = (
     "import sys, threading, time\n"
     "from pathlib import Path\n"
+    "from offsetlake.local.home import LocalHome\n"
     "from offsetlake.local.locks import sync_loop\n"
-    "with sync_loop(Path(sys.argv[1])) as loop:\n"
+    "with sync_loop(LocalHome(Path(sys.argv[1]))) as loop:\n"
     "    print('ready', flush=True)\n"
     "    while True:\n"
     "        update = threading.Event()\n"
@@ -64,8 +65,9 @@ LOOP = (
 DEAF_LOOP = (
     "import sys, time\n"
     "from pathlib import Path\n"
+    "from offsetlake.local.home import LocalHome\n"
     "from offsetlake.local.locks import sync_loop\n"
-    "with sync_loop(Path(sys.argv[1])):\n"
+    "with sync_loop(LocalHome(Path(sys.argv[1]))):\n"
     "    print('ready', flush=True)\n"
     "    while True:\n"
     "        time.sleep(0.1)\n"
@@ -75,8 +77,9 @@ DEAF_LOOP = (
 REQUESTER = (
     "import sys, time\n"
     "from pathlib import Path\n"
+    "from offsetlake.local.home import LocalHome\n"
     "from offsetlake.local.locks import stand_aside_request\n"
-    "with stand_aside_request(Path(sys.argv[1])):\n"
+    "with stand_aside_request(LocalHome(Path(sys.argv[1]))):\n"
     "    print('ready', flush=True)\n"
     "    time.sleep(600)\n"
 )
@@ -97,7 +100,7 @@ def running(script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
 
 
 def test_with_no_loop_the_request_waits_for_nothing_and_is_withdrawn(tmp_path: Path) -> None:
-    with stand_aside_request(tmp_path) as aside:
+    with stand_aside_request(LocalHome(tmp_path)) as aside:
         assert aside.loop is None
         assert aside.wait(timeout_s=0) == 0.0
         request = StandAsideRequest.parse(LocalHome(tmp_path).stand_aside.read_text())
@@ -108,7 +111,7 @@ def test_with_no_loop_the_request_waits_for_nothing_and_is_withdrawn(tmp_path: P
 def test_an_update_in_progress_is_stopped_and_the_loop_resumes_after_the_failover(tmp_path: Path) -> None:
     with running(LOOP, str(tmp_path), "600") as loop:
         assert loop.stdout is not None
-        with stand_aside_request(tmp_path) as aside:
+        with stand_aside_request(LocalHome(tmp_path)) as aside:
             assert aside.loop == loop.pid
             aside.wait(timeout_s=60)
             assert loop.stdout.readline() == "update stopped\n"  # the signal ended the 600 s update
@@ -120,7 +123,7 @@ def test_an_update_in_progress_is_stopped_and_the_loop_resumes_after_the_failove
 def test_a_loop_between_updates_stands_aside_at_its_next_look(tmp_path: Path) -> None:
     with running(LOOP, str(tmp_path), "0.1") as loop:
         assert loop.stdout is not None
-        with stand_aside_request(tmp_path) as aside:
+        with stand_aside_request(LocalHome(tmp_path)) as aside:
             aside.wait(timeout_s=60)
         assert [loop.stdout.readline() for _ in range(2)][-1] == "resumed\n"
 
@@ -131,15 +134,18 @@ def test_a_request_left_by_a_process_that_is_gone_is_not_honoured(tmp_path: Path
     )
     (tmp_path / "pipeline").mkdir()
     LocalHome(tmp_path).stand_aside.write_text(gone.stdout)
-    with sync_loop(tmp_path) as loop:
+    with sync_loop(LocalHome(tmp_path)) as loop:
         assert loop.requester() is None
-    with stand_aside_request(tmp_path) as aside:  # and a new request replaces it
+    with stand_aside_request(LocalHome(tmp_path)) as aside:  # and a new request replaces it
         assert aside.loop is None
 
 
 def test_a_loop_that_does_not_stand_aside_in_time_is_one_clear_error_and_stays_up(tmp_path: Path) -> None:
     with running(DEAF_LOOP, str(tmp_path)) as loop:
-        with stand_aside_request(tmp_path) as aside, pytest.raises(LoopDidNotStandAsideError) as raised:
+        with (
+            stand_aside_request(LocalHome(tmp_path)) as aside,
+            pytest.raises(LoopDidNotStandAsideError) as raised,
+        ):
             aside.wait(timeout_s=0.5)
         assert f"process {loop.pid}" in str(raised.value) and "did not stand aside within 0.5s" in str(
             raised.value
@@ -152,13 +158,13 @@ def test_a_second_loop_or_a_second_request_on_the_same_home_is_refused(tmp_path:
     with (
         running(DEAF_LOOP, str(tmp_path)),
         pytest.raises(HomeInUseError, match="sync loop already runs"),
-        sync_loop(tmp_path),
+        sync_loop(LocalHome(tmp_path)),
     ):
         pass
     with (
         running(REQUESTER, str(tmp_path)),
         pytest.raises(HomeInUseError, match="already asked"),
-        stand_aside_request(tmp_path),
+        stand_aside_request(LocalHome(tmp_path)),
     ):
         pass
 
@@ -183,11 +189,11 @@ def test_a_request_whose_pid_now_names_another_process_is_ignored_and_removed(tm
     with running(SLEEPER) as other:
         reused = re.sub(rf"\b{dead}\b", str(other.pid), path.read_text(), count=1)  # the PID it names
         path.write_text(reused)
-        with sync_loop(tmp_path) as loop:
+        with sync_loop(LocalHome(tmp_path)) as loop:
             assert loop.requester() is None  # not parked
         assert not path.exists()  # and cleaned
         path.write_text(reused)
-        with stand_aside_request(tmp_path) as aside:  # not refused: replaced
+        with stand_aside_request(LocalHome(tmp_path)) as aside:  # not refused: replaced
             request = StandAsideRequest.parse(path.read_text())
             assert request is not None and request.token == aside.token
 
@@ -199,12 +205,12 @@ def test_an_expired_request_of_an_owner_that_hangs_is_ignored_and_removed(tmp_pa
         path = LocalHome(tmp_path).stand_aside
         os.kill(requester.pid, signal.SIGSTOP)  # it renews no more
         try:
-            with sync_loop(tmp_path) as loop:
+            with sync_loop(LocalHome(tmp_path)) as loop:
                 assert loop.requester() is not None  # a live owner's request counts
                 path.write_text(re.sub(r"expires=\S+", f"expires={time.time() - 1:.3f}", path.read_text()))
                 assert loop.requester() is None  # its time to live is over
             assert not path.exists()
-            with stand_aside_request(tmp_path) as aside:
+            with stand_aside_request(LocalHome(tmp_path)) as aside:
                 request = StandAsideRequest.parse(path.read_text())
                 assert request is not None and request.token == aside.token
         finally:
@@ -213,7 +219,7 @@ def test_an_expired_request_of_an_owner_that_hangs_is_ignored_and_removed(tmp_pa
 
 def test_a_request_is_renewed_while_its_owner_runs(tmp_path: Path) -> None:
     path = LocalHome(tmp_path).stand_aside
-    with stand_aside_request(tmp_path, ttl_s=0.4) as aside:
+    with stand_aside_request(LocalHome(tmp_path), ttl_s=0.4) as aside:
         first = StandAsideRequest.parse(path.read_text())
         assert first is not None
         while (renewed := StandAsideRequest.parse(path.read_text())) == first:
@@ -252,7 +258,7 @@ def test_a_request_made_while_the_loop_starts_its_server_is_honoured_at_once(
     def failover() -> None:
         spawned.wait()
         try:
-            with stand_aside_request(tmp_path) as aside:
+            with stand_aside_request(LocalHome(tmp_path)) as aside:
                 outcome.append(aside.wait(timeout_s=HANG_GUARD_S))
                 outcome.append(servers[0].poll() is not None)  # the half-started server was stopped
         except LoopDidNotStandAsideError as error:
@@ -264,7 +270,9 @@ def test_a_request_made_while_the_loop_starts_its_server_is_honoured_at_once(
     settings = PipelineSettings("localhost:1", (ClusterEndpoint("a", "localhost:2"),))
     try:
         with pytest.raises(StopSignalError):
-            pipeline_cli.run_every(settings, tmp_path, timedelta(seconds=1), None, Context(out=out))
+            pipeline_cli.run_every(
+                settings, LocalHome(tmp_path), timedelta(seconds=1), None, Context(out=out)
+            )
     finally:
         asking.join()
         for server in servers:
@@ -316,7 +324,7 @@ def test_a_request_made_between_the_loops_look_and_its_update_is_not_lost(
 
     def failover() -> None:
         looked.wait()
-        with stand_aside_request(tmp_path) as aside:
+        with stand_aside_request(LocalHome(tmp_path)) as aside:
             signalled.set()
             aside.wait(timeout_s=HANG_GUARD_S)
             ack = LocalHome(tmp_path).stand_aside_ack
@@ -328,7 +336,9 @@ def test_a_request_made_between_the_loops_look_and_its_update_is_not_lost(
     settings = PipelineSettings("localhost:1", (ClusterEndpoint("a", "localhost:2"),))
     try:
         with pytest.raises(StopSignalError):
-            pipeline_cli.run_every(settings, tmp_path, timedelta(seconds=1), None, Context(out=out))
+            pipeline_cli.run_every(
+                settings, LocalHome(tmp_path), timedelta(seconds=1), None, Context(out=out)
+            )
     finally:
         asking.join()
     assert acknowledged == [True]

@@ -11,6 +11,7 @@ import pytest
 from offsetlake.cli.failover import shown_during_refresh
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local import pipeline_update
+from offsetlake.local.home import LocalHome
 from offsetlake.local.pipeline_update import run_pipeline
 from offsetlake.local.update_progress import FLOW_LAYERS, UpdateProgress, is_progress
 from offsetlake.mirror.clusters import ClusterEndpoint
@@ -78,7 +79,7 @@ def test_the_update_echoes_progress_lines_as_flows_end(
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
     )
     echoed: list[str] = []
-    result = run_pipeline(settings, tmp_path / "home", echo=echoed.append, timeout_s=120)
+    result = run_pipeline(settings, LocalHome.resolve(tmp_path / "home"), echo=echoed.append, timeout_s=120)
     assert result.succeeded
     progress = [(before, line) for before, line in itertools.pairwise(echoed) if is_progress(line)]
     assert [line for _, line in progress] == [line for _, line in _progress(RESTARTED)]

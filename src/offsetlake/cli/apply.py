@@ -56,7 +56,6 @@ from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.local.home import LocalHome
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
-from offsetlake.sessions import on_databricks
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,16 +85,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def handle_plan(args: argparse.Namespace, context: Context) -> int:
-    clusters = resolve_clusters(args, sources=False, secrets=context.secrets)
-    return _handle(request_from_args(args, clusters, dry_run=True), context, details=args.details)
+    home = stores.command_home(context)
+    clusters = resolve_clusters(args, sources=False, secrets=context.secrets, home=home)
+    request = request_from_args(args, clusters, dry_run=True, home=home)
+    return _handle(request, context, home, details=args.details)
 
 
 def handle_apply(args: argparse.Namespace, context: Context) -> int:
-    clusters = resolve_clusters(args, sources=False, secrets=context.secrets)
-    return _handle(request_from_args(args, clusters, dry_run=False), context, details=args.details)
+    home = stores.command_home(context)
+    clusters = resolve_clusters(args, sources=False, secrets=context.secrets, home=home)
+    request = request_from_args(args, clusters, dry_run=False, home=home)
+    return _handle(request, context, home, details=args.details)
 
 
-def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, dry_run: bool) -> ApplyRequest:
+def request_from_args(
+    args: argparse.Namespace, clusters: ResolvedClusters, *, dry_run: bool, home: LocalHome | None
+) -> ApplyRequest:
+    """The run the flags ask for; ``home``: the command's (None on Databricks), whose pipeline spec
+    names what ``--set`` does not."""
     read_now = args.checkpoint_tail and args.as_of is None
     return ApplyRequest(
         dry_run=dry_run,
@@ -119,13 +126,13 @@ def request_from_args(args: argparse.Namespace, clusters: ResolvedClusters, *, d
         deadline_s=args.deadline,
         keep_alive_fraction=args.keep_alive_fraction,
         kafka_properties=clusters.kafka_properties,
-        checkpoint_tail=pipeline_policy(args) if read_now else None,
-        k2k_tracing=pipeline_k2k_tracing(args) if read_now else None,
+        checkpoint_tail=pipeline_policy(args, home) if read_now else None,
+        k2k_tracing=pipeline_k2k_tracing(args, home) if read_now else None,
         k2k_guard_prefix=args.k2k_guard_prefix,
         ignore_k2k_guard=args.ignore_k2k_guard,
         on_multiple_targets=args.on_multiple_targets,
         tail_only=args.tail_only,
-        routing=None if args.as_of else pipeline_routing(args),
+        routing=None if args.as_of else pipeline_routing(args, home),
         untranslated=args.untranslated,
         accept_gold_without_tail=args.accept_gold_without_tail,
         as_failover=args.as_failover,
@@ -145,11 +152,11 @@ def add_policy_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def pipeline_policy(args: argparse.Namespace) -> ReplicationPolicy:
+def pipeline_policy(args: argparse.Namespace, home: LocalHome | None) -> ReplicationPolicy:
     """The replication policy the pipeline names the checkpoint topics with: the ``--set`` entries,
     else (locally) the spec of the home's last ``pipeline run``, else MM2's default. A tail under
     another policy than the pipeline's would find no topic and quietly read nothing."""
-    conf = _pipeline_conf(args)
+    conf = _pipeline_conf(args, home)
     try:
         return ReplicationPolicy(
             kind=conf.get(REPLICATION_POLICY) or "default",  # type: ignore[arg-type]
@@ -159,29 +166,29 @@ def pipeline_policy(args: argparse.Namespace) -> ReplicationPolicy:
         raise InvalidValueError(f"{REPLICATION_POLICY}: {error}") from None
 
 
-def pipeline_routing(args: argparse.Namespace) -> TopicRouting:
+def pipeline_routing(args: argparse.Namespace, home: LocalHome | None) -> TopicRouting:
     """How the pipeline names source topics on the target (policy, target alias, K2K routes), from
     the same settings as the policy: where a partition a source group committed is planned."""
-    conf = _pipeline_conf(args)
-    tracing = pipeline_k2k_tracing(args)
+    conf = _pipeline_conf(args, home)
+    tracing = pipeline_k2k_tracing(args, home)
     return TopicRouting(
-        pipeline_policy(args), conf.get(TARGET_ALIAS) or "", tracing.routes if tracing else ()
+        pipeline_policy(args, home), conf.get(TARGET_ALIAS) or "", tracing.routes if tracing else ()
     )
 
 
-def pipeline_k2k_tracing(args: argparse.Namespace) -> K2KTracing | None:
+def pipeline_k2k_tracing(args: argparse.Namespace, home: LocalHome | None) -> K2KTracing | None:
     """The pipeline's K2K routes and tracing-header names, from the same settings as the policy;
     None when the k2k_tracing_headers method is off."""
-    conf = _pipeline_conf(args)
+    conf = _pipeline_conf(args, home)
     routes = parse_tracing_routes(conf.get(K2K_TRACING_TOPICS, ""))
     if not routes:
         return None
     return K2KTracing(routes, TracingHeaderNames.parse(conf.get(K2K_TRACING_HEADERS, "")))
 
 
-def _pipeline_conf(args: argparse.Namespace) -> dict[str, str]:
+def _pipeline_conf(args: argparse.Namespace, home: LocalHome | None) -> dict[str, str]:
     """The ``--set`` entries over (locally) the home's last pipeline spec."""
-    conf = {} if on_databricks() else _local_pipeline_conf()
+    conf = {} if home is None else _local_pipeline_conf(home)
     for assignment in getattr(args, "set", None) or []:
         key, sep, value = assignment.partition("=")
         if not sep or key not in ALL_KEYS:
@@ -190,9 +197,9 @@ def _pipeline_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
-def _local_pipeline_conf() -> dict[str, str]:
+def _local_pipeline_conf(home: LocalHome) -> dict[str, str]:
     """The offsetlake.* configuration of the home's pipeline spec; empty when it never ran."""
-    spec = LocalHome.resolve().pipeline_spec
+    spec = home.pipeline_spec
     if not spec.is_file():
         return {}
     try:
@@ -204,8 +211,8 @@ def _local_pipeline_conf() -> dict[str, str]:
     }
 
 
-def _handle(request: ApplyRequest, context: Context, *, details: bool) -> int:
-    with contextlib.closing(stores.gold_store_for(request, stores.command_home())) as store:
+def _handle(request: ApplyRequest, context: Context, home: LocalHome | None, *, details: bool) -> int:
+    with contextlib.closing(stores.gold_store_for(request, home)) as store:
         result = run_apply(request, store=store, secrets=context.secrets)
     out, err = render.apply_report(result, details=details)
     for line in out:

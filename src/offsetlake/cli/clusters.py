@@ -26,6 +26,7 @@ from offsetlake.kafka.secrets import (
     kafka_options_from_properties,
 )
 from offsetlake.local.clusters import read_local_clusters
+from offsetlake.local.home import LocalHome
 from offsetlake.mirror.clusters import ClusterEndpoint
 from offsetlake.sessions import on_databricks
 
@@ -62,10 +63,12 @@ def resolve_clusters(
     *,
     sources: bool,
     secrets: SecretsProvider | None = None,
+    home: LocalHome | None = None,
     target_flag: str | None = None,
 ) -> ResolvedClusters:
-    """The clusters of one command. ``target_flag`` replaces ``--target`` for a command whose
-    cluster is named by another flag (``mm2 reset-offsets --offset-syncs-bootstrap``)."""
+    """The clusters of one command; with no cluster named, the local pair ``home`` records (the
+    command's). ``target_flag`` replaces ``--target`` for a command whose cluster is named by another
+    flag (``mm2 reset-offsets --offset-syncs-bootstrap``)."""
     properties = _properties_file(args)
     options = kafka_options_from_properties(properties) if properties else {}
     flag = target_flag or args.target_bootstrap_servers
@@ -81,7 +84,7 @@ def resolve_clusters(
         return ResolvedClusters(None, "", (), properties, options)
     if on_databricks():
         raise NoTargetError(_no_target_line(args))
-    pair = read_local_clusters()
+    pair = read_local_clusters(home)
     return ResolvedClusters(
         pair.target.bootstrap_servers,
         pair.target.alias if sources else "",

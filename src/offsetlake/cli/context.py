@@ -1,12 +1,15 @@
-"""What a command handler may use besides its parsed flags: where to print, and injected services."""
+"""What a command handler may use besides its parsed flags: where to print, its local home, and
+injected services."""
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TextIO
 
 from offsetlake.kafka.secrets import SecretsProvider
+from offsetlake.local.home import LocalHome
 
 
 @dataclass(frozen=True)
@@ -18,3 +21,9 @@ class Context:
     owns_process: bool = False
     """The command is the process (``main``): it configures logging, and after SIGINT/SIGTERM it
     ends every process it started. False when a test runs commands inside its own process."""
+
+    @cached_property
+    def home(self) -> LocalHome:
+        """The command's local home: resolved at its first use (a command that needs none creates
+        none), then the same for the whole command, passed down to everything that uses it."""
+        return LocalHome.resolve()

@@ -59,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def handle_failback(args: argparse.Namespace, context: Context) -> int:
-    clusters = resolve_clusters(args, sources=True, secrets=context.secrets)
+    home = stores.command_home(context)
+    clusters = resolve_clusters(args, sources=True, secrets=context.secrets, home=home)
     if clusters.target is None or len(clusters.sources) != 1:
         raise UsageError("failback goes back to one cluster: give one --source ALIAS=BOOTSTRAP")
     if not clusters.target_alias:
@@ -74,7 +75,7 @@ def handle_failback(args: argparse.Namespace, context: Context) -> int:
     if args.secret_scope:  # the groups' read and the reverse flow's too, not only the apply's alters
         options.update(kafka_options_from_scope(context.secrets or DatabricksSecrets(), args.secret_scope))
     apply = replace(
-        request_from_args(args, clusters, dry_run=args.plan),
+        request_from_args(args, clusters, dry_run=args.plan, home=home),
         target_bootstrap_servers=source.bootstrap_servers,
     )
     request = FailbackRequest(
@@ -83,11 +84,11 @@ def handle_failback(args: argparse.Namespace, context: Context) -> int:
         source_config=target_client_config(source.bootstrap_servers, options),
         target_alias=clusters.target_alias,
         target_config=target_client_config(clusters.target, options),
-        policy=pipeline_policy(args),
-        tracing=pipeline_k2k_tracing(args),
+        policy=pipeline_policy(args, home),
+        tracing=pipeline_k2k_tracing(args, home),
         untranslated=args.untranslated,
     )
-    with contextlib.closing(stores.gold_store_for(apply, stores.command_home())) as store:
+    with contextlib.closing(stores.gold_store_for(apply, home)) as store:
         result = run_failback(request, store=store, secrets=context.secrets)  # type: ignore[arg-type]
     out, err = render.apply_report(result.apply, details=args.details) if result.apply.gold_rows else ([], [])
     for line in (*report_lines(result), *out):

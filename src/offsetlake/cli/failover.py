@@ -23,9 +23,7 @@ from offsetlake.failover.run import (
     run_failover,
 )
 from offsetlake.kafka.secrets import target_client_config
-from offsetlake.local.home import LocalHome
 from offsetlake.local.update_progress import is_progress
-from offsetlake.sessions import on_databricks
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -90,19 +88,20 @@ def endpoints(clusters: ResolvedClusters) -> tuple[ClusterToProbe, ...]:
 
 def handle_failover(args: argparse.Namespace, context: Context) -> int:
     refresh = RefreshMode(args.refresh)
-    clusters = resolve_clusters(args, sources=refresh is not RefreshMode.NEVER, secrets=context.secrets)
+    home = context.home  # the failover's one home (its store's too, unless on Databricks)
+    store_home = stores.command_home(context)
+    sources = refresh is not RefreshMode.NEVER
+    clusters = resolve_clusters(args, sources=sources, secrets=context.secrets, home=store_home)
     settings = None if refresh is RefreshMode.NEVER else settings_from_args(args, clusters)
-    apply = request_from_args(args, clusters, dry_run=False)
+    apply = request_from_args(args, clusters, dry_run=False, home=store_home)
     if args.as_of is None:  # a restore reads history only; otherwise gold plus the newest checkpoints
         apply = replace(
             apply,
-            checkpoint_tail=settings.policy if settings else pipeline_policy(args),
-            k2k_tracing=_k2k_tracing(settings) if settings else pipeline_k2k_tracing(args),
+            checkpoint_tail=settings.policy if settings else pipeline_policy(args, store_home),
+            k2k_tracing=_k2k_tracing(settings) if settings else pipeline_k2k_tracing(args, store_home),
             routing=_routing(settings) if settings else apply.routing,
         )
     apply = replace(apply, as_failover=True)
-    home = LocalHome.resolve()  # the failover's one home (its store's too, unless on Databricks)
-    store_home = None if on_databricks() else home
     request = FailoverRequest(
         apply=apply,
         settings=settings,

@@ -4,7 +4,9 @@ Only the error family is caught (offsetlake.errors): a UsageError prints ``offse
 and exits 2, an ExternalError prints ``offsetlake <command>: error: <message>`` and exits 1. Any
 other exception is a bug and keeps its traceback (exit 1). SIGINT and SIGTERM raise StopSignalError
 wherever the command is, so its cleanups run; it exits 130/143 after ending every process it
-started. Heavy imports (Spark) stay inside the handlers so that ``offsetlake --help`` starts fast.
+started. Heavy imports (Spark, pyarrow, numpy) stay inside the functions that use them, so that
+``offsetlake --help`` starts fast and a failover's probes start before them
+(tests/unit/test_cli_startup.py).
 """
 
 from __future__ import annotations

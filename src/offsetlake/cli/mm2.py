@@ -67,7 +67,7 @@ def handle_reset_offsets(args: argparse.Namespace, context: Context) -> int:
     result = run_reset(
         request_from_args(args),
         client_config=_client_config(args, context),
-        audit_session=lambda: stores.spark_for_audit(stores.command_home()),
+        audit_session=lambda: stores.spark_for_audit(stores.command_home(context)),
     )
     out, err = render.mm2_reset_report(result)
     for line in out:
@@ -100,7 +100,10 @@ def _client_config(args: argparse.Namespace, context: Context) -> ClientConfig:
     the reset first needs it (a reset through --connect-url alone needs no Kafka cluster)."""
 
     def config_for(bootstrap: str | None) -> dict[str, str]:
-        clusters = resolve_clusters(args, sources=False, secrets=context.secrets, target_flag=bootstrap)
+        home = stores.command_home(context)
+        clusters = resolve_clusters(
+            args, sources=False, secrets=context.secrets, home=home, target_flag=bootstrap
+        )
         return target_client_config(clusters.target, clusters.kafka_options)
 
     return config_for

@@ -17,7 +17,7 @@ from offsetlake.contract.settings import ALL_KEYS, PipelineSettings
 from offsetlake.durations import format_duration
 from offsetlake.errors import InvalidValueError, UsageError
 from offsetlake.local.connect_server import WarmServer
-from offsetlake.local.home import local_home
+from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, SyncLoop, sync_loop
 from offsetlake.local.pipeline_update import PipelineRunResult, run_pipeline
 
@@ -82,13 +82,13 @@ def handle_run(args: argparse.Namespace, context: Context) -> int:
         raise UsageError("--every repeats incremental updates; run --full-refresh once on its own")
     if args.every is not None and args.every <= timedelta(0):
         raise UsageError("--every wants a duration above zero, e.g. 60s")
-    clusters = resolve_clusters(args, sources=True, secrets=context.secrets)
+    clusters = resolve_clusters(args, sources=True, secrets=context.secrets, home=context.home)
     settings = settings_from_args(args, clusters)
     if args.every is not None:
-        return run_every(settings, local_home(), args.every, clusters.kafka_properties, context)
+        return run_every(settings, context.home, args.every, clusters.kafka_properties, context)
     result = run_pipeline(
         settings,
-        local_home(),
+        context.home,
         full_refresh=args.full_refresh,
         echo=lambda line: print(line, file=context.out),
         kafka_properties=clusters.kafka_properties,
@@ -99,7 +99,7 @@ def handle_run(args: argparse.Namespace, context: Context) -> int:
 
 def run_every(
     settings: PipelineSettings,
-    home: Path,
+    home: LocalHome,
     every: timedelta,
     kafka_properties: Path | None,
     context: Context,
@@ -196,7 +196,7 @@ def _now() -> str:
 
 def handle_sql(args: argparse.Namespace, context: Context) -> int:
     from offsetlake.local.audit_journal import fold_before_queries, journal_note, journal_schemas
-    from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
+    from offsetlake.local.home import LOCAL_SCHEMA
     from offsetlake.local.locks import HomeInUseError
     from offsetlake.local.sql import run_sql, sql_session
 
@@ -205,9 +205,9 @@ def handle_sql(args: argparse.Namespace, context: Context) -> int:
         queries.append(Path(path).read_text(encoding="utf-8"))
     if not queries:
         raise UsageError("give a query or --file")
-    home = LocalHome.resolve()
+    home = context.home
     try:
-        spark = sql_session(home.root)
+        spark = sql_session(home)
     except HomeInUseError as error:
         if journal_schemas(home):  # the failover's audit is not in a table yet: say where it is
             raise error.rewritten(lambda message: f"{message}; {journal_note(home)}") from error

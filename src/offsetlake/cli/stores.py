@@ -15,10 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from offsetlake.apply.store import GoldStore, SparkGoldStore
-from offsetlake.local.audit_journal import fold_journal
+from offsetlake.cli.context import Context
 from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
 from offsetlake.local.locks import check_home_free
-from offsetlake.local.warehouse_gold import LocalGoldStore
 from offsetlake.sessions import get_spark, on_databricks
 
 if TYPE_CHECKING:
@@ -27,17 +26,19 @@ if TYPE_CHECKING:
     from offsetlake.apply.run import ApplyRequest
 
 
-def command_home() -> LocalHome | None:
+def command_home(context: Context) -> LocalHome | None:
     """The local home of this command; None on Databricks, where nothing local is used."""
-    return None if on_databricks() else LocalHome.resolve()
+    return None if on_databricks() else context.home
 
 
 def gold_store_for(request: ApplyRequest, home: LocalHome | None) -> GoldStore:
     """The store one run of ``request`` reads and audits through (closing it is the caller's)."""
+    from offsetlake.local.warehouse_gold import LocalGoldStore  # pyarrow: after a failover's probes start
+
     schema = request.schema or LOCAL_SCHEMA
     if home is None or request.catalog:
         return SparkGoldStore(spark_for_audit(home), schema, request.catalog)
-    check_home_free(home.root)  # an update rewriting gold, or a Spark session on it: one line, who holds it
+    check_home_free(home)  # an update rewriting gold, or a Spark session on it: one line, who holds it
     return LocalGoldStore(home, schema)
 
 
@@ -45,7 +46,9 @@ def spark_for_audit(home: LocalHome | None) -> SparkSession:
     """A session whose audit tables hold every audited run: locally, the home's journal is folded
     in first (an explicit step: opening a session writes nothing); on Databricks every run appends
     to ``apply_audit`` itself and there is nothing to fold."""
-    spark = get_spark()
+    from offsetlake.local.audit_journal import fold_journal  # pyarrow: after a failover's probes start
+
+    spark = get_spark(home=home)
     if home is not None:
         fold_journal(spark, home)
     return spark

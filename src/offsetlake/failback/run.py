@@ -28,12 +28,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from confluent_kafka.admin import OffsetSpec
 
 from offsetlake.apply.audit import Direction
-from offsetlake.apply.gold_rows import SyncHistories
 from offsetlake.apply.k2k_search import K2KTracing
 from offsetlake.apply.planner import GroupPartition, Selection, Untranslated
 from offsetlake.apply.run import ApplyRequest, ApplyResult, ApplyStatus, run_apply
@@ -51,6 +50,9 @@ from offsetlake.kafka.secrets import SecretsProvider
 from offsetlake.kafka.tracing_reader import ReverseTracingRequest, SearchLimits, reverse_from_tracing_headers
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.reverse_translation import translate_back
+
+if TYPE_CHECKING:
+    from offsetlake.apply.gold_rows import SyncHistories  # pyarrow: not before a failback reads gold
 
 METHOD_SYNCS: Final = "offset_sync (reverse)"
 METHOD_TRACING: Final = "k2k_tracing_headers (reverse)"

@@ -127,7 +127,7 @@ def run_failover(
     ``request.home``; opened after the refresh, as the refresh's Spark must have the home alone).
     The apply reads and plans beside probes that have not decided within PROBE_GRACE_S."""
     clock = PhaseClock()
-    with stand_aside_request(request.home.root) as aside, _Probes(request) as probes:
+    with stand_aside_request(request.home) as aside, _Probes(request) as probes:
         waited = aside.wait(request.stand_aside_timeout_s)  # while the probes ask
         with clock.phase("probe"):
             decided = probes.decided(within_s=PROBE_GRACE_S)
@@ -217,10 +217,10 @@ def _refresh(
     request: FailoverRequest, settings: PipelineSettings, echo: Callable[[str], None] | None
 ) -> PipelineRunResult:
     # A selection only on a home that has every table (contract/refresh_selection.py).
-    scope = failover_refresh(settings, existing_tables(request.home.root))
+    scope = failover_refresh(settings, existing_tables(request.home))
     return run_pipeline(
         settings,
-        request.home.root,
+        request.home,
         refresh=scope.selection,
         echo=echo,
         timeout_s=request.refresh_timeout_s,

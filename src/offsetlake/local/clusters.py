@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import UsageError
-from offsetlake.local.home import LocalHome, local_home
+from offsetlake.local.home import LocalHome
 from offsetlake.mirror.clusters import ClusterEndpoint
 
 SOURCE: Final = "source"
@@ -33,13 +32,10 @@ class LocalClusters:
     target: ClusterEndpoint
 
 
-def clusters_file(home: Path | None = None) -> Path:
-    return LocalHome(home or local_home()).clusters_file
-
-
-def read_local_clusters(home: Path | None = None) -> LocalClusters:
-    """The recorded local pair (not checked for being alive)."""
-    path = clusters_file(home)
+def read_local_clusters(home: LocalHome | None = None) -> LocalClusters:
+    """The recorded local pair (not checked for being alive); ``home`` by default: the one
+    ``$OFFSETLAKE_HOME`` names (a caller outside a command: the harness, a benchmark)."""
+    path = (home or LocalHome.resolve()).clusters_file
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
         endpoints = {
@@ -52,7 +48,7 @@ def read_local_clusters(home: Path | None = None) -> LocalClusters:
     return LocalClusters(source=endpoints[SOURCE], target=endpoints[TARGET])
 
 
-def local_pipeline_settings(home: Path | None = None) -> PipelineSettings:
+def local_pipeline_settings(home: LocalHome | None = None) -> PipelineSettings:
     """Pipeline settings for the recorded local pair (aliases = cluster names): the development
     harness's and benchmarks' default; a command gets its clusters from offsetlake.cli.clusters."""
     pair = read_local_clusters(home)

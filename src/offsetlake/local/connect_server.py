@@ -34,9 +34,9 @@ class WarmServer:
     """
 
     def __init__(
-        self, home: Path, *, kafka_properties: Path | None = None, start_timeout_s: float = 180.0
+        self, home: LocalHome, *, kafka_properties: Path | None = None, start_timeout_s: float = 180.0
     ) -> None:
-        self.home = LocalHome(home.resolve())
+        self.home = home
         self.kafka_properties = kafka_properties.resolve() if kafka_properties is not None else None
         self._start_timeout_s = start_timeout_s
         self._token = secrets.token_urlsafe(24)
@@ -63,7 +63,7 @@ class WarmServer:
         """Start the server and wait until it accepts connections (its SparkContext is up then):
         True. Should ``interrupted`` say so meanwhile, the server is stopped instead: False (a JVM
         start can take longer than a failover waits for the sync loop to stand aside)."""
-        check_home_free(self.home.root)
+        check_home_free(self.home)
         self.home.pipeline_dir.mkdir(parents=True, exist_ok=True)
         self._port = _free_port()
         env = {
@@ -79,7 +79,7 @@ class WarmServer:
             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
             "--conf", f"spark.connect.grpc.binding.port={self._port}",
         ]  # fmt: skip
-        static_conf = jvm_start_conf(self.home.root, "server")
+        static_conf = jvm_start_conf(self.home, "server")
         self._stop_grace_s = exit_grace_s(static_conf["spark.driver.extraJavaOptions"])
         for key, value in static_conf.items():
             command += ["--conf", f"{key}={value}"]

@@ -49,9 +49,9 @@ class GoldRecoveryError(ExternalError):
 class GoldGuard:
     """Backup and restore of the local gold tables around one pipeline update."""
 
-    def __init__(self, home: Path, tables: Sequence[str] = GUARDED_TABLES) -> None:
-        self._schema_dir = LocalHome(home).schema_dir
-        self.backup_dir = LocalHome(home).gold_backup
+    def __init__(self, home: LocalHome, tables: Sequence[str] = GUARDED_TABLES) -> None:
+        self._schema_dir = home.schema_dir
+        self.backup_dir = home.gold_backup
         self._tables = tuple(tables)
 
     @property
@@ -121,7 +121,7 @@ class GoldGuard:
         return [table for table in self._tables if (self.backup_dir / table).is_dir()]
 
 
-def hold_whole_gold(home: Path, *, wait_s: float = 0.0) -> RunLockHold:
+def hold_whole_gold(home: LocalHome, *, wait_s: float = 0.0) -> RunLockHold:
     """The home's run lock held shared (no update can start until it is closed), with gold whole:
     a backup an interrupted update left is put back first, under the lock taken exclusively for
     that moment. Waits up to ``wait_s`` for an update (or readers holding off the repair) to end,
@@ -143,7 +143,7 @@ def hold_whole_gold(home: Path, *, wait_s: float = 0.0) -> RunLockHold:
     return lock
 
 
-def _hold_whole(lock: RunLockHold, home: Path) -> str | None:
+def _hold_whole(lock: RunLockHold, home: LocalHome) -> str | None:
     """One attempt of :func:`hold_whole_gold`: None when held with gold whole, else why not."""
     if not lock.take():
         return lock.refusal()

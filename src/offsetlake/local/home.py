@@ -32,6 +32,10 @@ class LocalHome:
         path.mkdir(parents=True, exist_ok=True)
         return cls(path)
 
+    def __str__(self) -> str:
+        """Its directory: what a message about the home names."""
+        return str(self.root)
+
     # the local clusters (offsetlake_dev writes it, commands read it)
     @property
     def clusters_file(self) -> Path:
@@ -57,6 +61,11 @@ class LocalHome:
 
     def schema_dir_for(self, schema: str) -> Path:
         return schema_dir_in(self.warehouse, schema)
+
+    @property
+    def derby_home(self) -> Path:
+        """Derby's system home (``derby.system.home``): the metastore's parent."""
+        return self.root
 
     @property
     def metastore(self) -> Path:

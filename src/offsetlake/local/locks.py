@@ -57,18 +57,18 @@ class HomeInUseError(ExternalError):
     """Another process has the local home's metastore or a pipeline run open."""
 
 
-def check_home_free(home: Path) -> None:
+def check_home_free(home: LocalHome) -> None:
     """Raise HomeInUseError naming the holder when another process has ``home``'s metastore open
     (this process's own Spark JVM does not count)."""
-    holder = _lock_holder(LocalHome(home).derby_lock, "POSIX")
+    holder = _lock_holder(home.derby_lock, "POSIX")
     if holder is not None and holder not in (os.getpid(), _own_jvm()):
         raise HomeInUseError(_in_use(home, _holder(holder)))
 
 
 @contextmanager
-def pipeline_run_lock(home: Path) -> Iterator[None]:
+def pipeline_run_lock(home: LocalHome) -> Iterator[None]:
     """Held for a whole pipeline run; a second run on the same home is refused at once."""
-    path = LocalHome(home).run_lock
+    path = home.run_lock
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+", encoding="utf-8") as lock_file:
         try:
@@ -128,7 +128,7 @@ class SyncLoop:
     a request made while it starts its Spark or between its look and an update is not lost), and
     runs ``on_request`` (set by the loop around an update, to stop the update's Spark at once)."""
 
-    home: Path
+    home: LocalHome
     on_request: Callable[[], None] | None = None
     asked: bool = False
     """A flag, not a threading.Event: set in a signal handler, which must take no lock."""
@@ -137,7 +137,7 @@ class SyncLoop:
         """The live request asking the loop to stand aside, else None; a request that is not live
         (its owner gone, its PID reused, expired, or unreadable) is removed. A request written
         before the loop started counts too."""
-        path = LocalHome(self.home).stand_aside
+        path = self.home.stand_aside
         if not path.exists():
             return None
         with _request_lock(self.home):
@@ -150,7 +150,7 @@ class SyncLoop:
     def stand_aside(self, request: StandAsideRequest, *, poll_s: float = _POLL_S) -> None:
         """Acknowledge ``request`` (call with no update running and no Spark of the loop's own),
         then block while it is live: until it is withdrawn, its owner gone, or it expired."""
-        ack = LocalHome(self.home).stand_aside_ack
+        ack = self.home.stand_aside_ack
         _write_atomically(ack, f"{request.token}\n")
         try:
             while (current := self.requester()) is not None and current.token == request.token:
@@ -160,10 +160,10 @@ class SyncLoop:
 
 
 @contextmanager
-def sync_loop(home: Path) -> Iterator[SyncLoop]:
+def sync_loop(home: LocalHome) -> Iterator[SyncLoop]:
     """Register the local sync loop of ``home`` for its life; a second loop on the same home is
     refused. STAND_ASIDE_SIGNAL is handled (not fatal) from before the loop can be found."""
-    path = LocalHome(home).sync_loop_lock
+    path = home.sync_loop_lock
     path.parent.mkdir(parents=True, exist_ok=True)
     loop = SyncLoop(home)
 
@@ -190,7 +190,7 @@ def sync_loop(home: Path) -> Iterator[SyncLoop]:
                 yield loop
             finally:
                 lock_file.truncate(0)
-                LocalHome(home).stand_aside_ack.unlink(missing_ok=True)
+                home.stand_aside_ack.unlink(missing_ok=True)
     finally:
         signal.signal(STAND_ASIDE_SIGNAL, previous)
 
@@ -199,7 +199,7 @@ def sync_loop(home: Path) -> Iterator[SyncLoop]:
 class StandAside:
     """The failover's side of the protocol, from :func:`stand_aside_request`."""
 
-    home: Path
+    home: LocalHome
     loop: int | None
     """The sync loop asked to stand aside (None: no loop runs on the home)."""
     token: str
@@ -212,8 +212,7 @@ class StandAside:
         if self.loop is None:
             return 0.0
         while (
-            _read_text(LocalHome(self.home).stand_aside_ack) != self.token
-            and _sync_loop_holder(self.home) == self.loop
+            _read_text(self.home.stand_aside_ack) != self.token and _sync_loop_holder(self.home) == self.loop
         ):
             if time.monotonic() - started > timeout_s:
                 raise LoopDidNotStandAsideError(
@@ -225,12 +224,12 @@ class StandAside:
 
 
 @contextmanager
-def stand_aside_request(home: Path, *, ttl_s: float = REQUEST_TTL_S) -> Iterator[StandAside]:
+def stand_aside_request(home: LocalHome, *, ttl_s: float = REQUEST_TTL_S) -> Iterator[StandAside]:
     """Ask the local sync loop of ``home``, if one runs, to stand aside until the block ends (then
     it resumes); :meth:`StandAside.wait` waits for it. The request is renewed every quarter of
     ``ttl_s`` while the block runs. A live request of another process is refused; one that is not
     live is replaced."""
-    path = LocalHome(home).stand_aside
+    path = home.stand_aside
     path.parent.mkdir(parents=True, exist_ok=True)
     me = os.getpid()
     request = StandAsideRequest(me, _process_start(me) or 0, secrets.token_hex(16), time.time() + ttl_s)
@@ -261,9 +260,9 @@ def stand_aside_request(home: Path, *, ttl_s: float = REQUEST_TTL_S) -> Iterator
                 path.unlink(missing_ok=True)
 
 
-def _renew(home: Path, request: StandAsideRequest, ttl_s: float, done: threading.Event) -> None:
+def _renew(home: LocalHome, request: StandAsideRequest, ttl_s: float, done: threading.Event) -> None:
     """Push ``request``'s expiry on while its owner runs, as long as it is still the request."""
-    path = LocalHome(home).stand_aside
+    path = home.stand_aside
     while not done.wait(ttl_s / 4):
         with _request_lock(home):
             current = _read_request(path)
@@ -274,10 +273,10 @@ def _renew(home: Path, request: StandAsideRequest, ttl_s: float, done: threading
 
 
 @contextmanager
-def _request_lock(home: Path) -> Iterator[None]:
+def _request_lock(home: LocalHome) -> Iterator[None]:
     """Held (briefly) to write, renew or remove a stand-aside request: no one removes a request
     another has just written."""
-    path = LocalHome(home).stand_aside.with_name("stand-aside.lock")
+    path = home.stand_aside.with_name("stand-aside.lock")
     with path.open("a", encoding="utf-8") as lock_file:
         fcntl.flock(lock_file, fcntl.LOCK_EX)
         yield
@@ -307,10 +306,10 @@ def _process_start(pid: int) -> int | None:
     return int(fields[19])
 
 
-def _sync_loop_holder(home: Path) -> int | None:
+def _sync_loop_holder(home: LocalHome) -> int | None:
     """The PID of the sync loop holding ``home``'s loop lock, from /proc/locks (so asking takes no
     lock a starting loop could trip on, and a PID a killed loop left in the file is not read)."""
-    return _lock_holder(LocalHome(home).sync_loop_lock, "FLOCK")
+    return _lock_holder(home.sync_loop_lock, "FLOCK")
 
 
 def _lock_holder(lock_path: Path, kind: str) -> int | None:
@@ -356,7 +355,7 @@ def _own_jvm() -> int | None:
     return None if process is None else process.pid
 
 
-def _in_use(home: Path, holder: str, why: str = ": one local Spark runs per home") -> str:
+def _in_use(home: LocalHome, holder: str, why: str = ": one local Spark runs per home") -> str:
     """The one sentence every refusal of a busy home says: who holds it, why that excludes us."""
     return (
         f"local home {home} is in use by {holder}{why}; wait for it to finish, stop it, or set "
@@ -398,9 +397,9 @@ class RunLockHold:
     run to name (a run writes its own when it takes the lock).
     """
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: LocalHome) -> None:
         self.home = home
-        path = LocalHome(home).run_lock
+        path = home.run_lock
         path.parent.mkdir(parents=True, exist_ok=True)
         self._descriptor: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 

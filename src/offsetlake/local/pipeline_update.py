@@ -77,7 +77,7 @@ class PipelineRunResult:
 
 def run_pipeline(
     settings: PipelineSettings,
-    home: Path | None = None,
+    home: LocalHome,
     *,
     full_refresh: bool = False,
     refresh: Sequence[str] = (),
@@ -111,15 +111,14 @@ def run_pipeline(
     Setting ``stop`` (a signal handler may) ends the update as a failure, gold settled as above; so
     does a flow failing on an error of the graph (``UpdateLog.graph_errors``).
     """
-    layout = LocalHome.resolve(home)
     if server is not None:
-        _check_server(server, layout, kafka_properties)
-    with pipeline_run_lock(layout.root):
+        _check_server(server, home, kafka_properties)
+    with pipeline_run_lock(home):
         if server is None:
-            check_home_free(layout.root)  # a warm server holds the metastore itself
+            check_home_free(home)  # a warm server holds the metastore itself
         return _run_update(
             settings,
-            layout,
+            home,
             full_refresh=full_refresh,
             refresh=refresh,
             echo=echo,
@@ -131,16 +130,16 @@ def run_pipeline(
         )
 
 
-def existing_tables(home: Path) -> frozenset[str]:
+def existing_tables(home: LocalHome) -> frozenset[str]:
     """The tables of the local schema that exist on ``home`` (each is a directory of the warehouse,
     ``spark.sql.warehouse.dir``, from its creation on)."""
-    schema = LocalHome(home).schema_dir
+    schema = home.schema_dir
     if not schema.is_dir():
         return frozenset()
     return frozenset(path.name for path in schema.iterdir() if path.is_dir())
 
 
-def _await_metastore_released(home: Path, timeout_s: float = 20.0) -> None:
+def _await_metastore_released(home: LocalHome, timeout_s: float = 20.0) -> None:
     """Wait (bounded) until no process holds the home's metastore: measured back to back, the next
     update found the previous update's Spark JVM still holding Derby's lock just after the run's
     process group was gone, and was refused. Past the bound the next user gets the usual error."""
@@ -168,7 +167,7 @@ def _choose_jit(
 
 def _check_server(server: WarmServer, home: LocalHome, kafka_properties: Path | None) -> None:
     if server.home != home:
-        raise InvalidValueError(f"the warm Spark Connect server serves {server.home.root}, not {home.root}")
+        raise InvalidValueError(f"the warm Spark Connect server serves {server.home}, not {home}")
     wanted = kafka_properties.resolve() if kafka_properties is not None else None
     if server.kafka_properties != wanted:
         raise InvalidValueError("the warm Spark Connect server was started with other Kafka properties")
@@ -192,7 +191,7 @@ def _update_env(
         jit = _choose_jit(settings, home, kafka_properties, full_refresh=full_refresh)
         if echo is not None:
             echo(jit.describe())
-        static_conf = jvm_start_conf(home.root, "pipeline", jit.jit)
+        static_conf = jvm_start_conf(home, "pipeline", jit.jit)
         grace_s = exit_grace_s(static_conf["spark.driver.extraJavaOptions"])
         env = {
             **spark_env(home, kafka_properties),
@@ -223,7 +222,7 @@ def _run_update(
     server: WarmServer | None,
     stop: threading.Event,
 ) -> PipelineRunResult:
-    guard = GoldGuard(home.root)
+    guard = GoldGuard(home)
     recovered = guard.recover()
     command = spark_pipelines_command(write_spec(home, settings, spark_conf), full_refresh, refresh)
     log_path = home.last_run_log
@@ -256,7 +255,7 @@ def _run_update(
                 stop=stop,
             )
             if server is None:
-                _await_metastore_released(home.root)
+                _await_metastore_released(home)
         succeeded, explanation = judge(child.exit_code, log)
         if child.timed_out:
             succeeded, explanation = False, f"stopped after the {timeout_s:g}s time limit ({explanation})"

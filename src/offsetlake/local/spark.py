@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from offsetlake.local.class_archive import Purpose, class_archive_options
-from offsetlake.local.home import LOCAL_SCHEMA, LocalHome, local_home
+from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
 from offsetlake.local.jit import Jit
 from offsetlake.local.locks import check_home_free
 
@@ -51,17 +51,16 @@ LOCAL_SQL_CONF: Final = {"spark.sql.codegen.cache.maxEntries": "5000"}
 # spark.python.authenticate.socketTimeout is the worker's own connect timeout, 15 s, after the
 # listener is gone). A failed flow is retried by the pipeline engine instead
 # (spark.sql.pipelines.maxFlowRetryAttempts, set in pipeline_spec.write_spec).
-def local_spark_conf(home: Path | None = None, jit: Jit = Jit.QUICK) -> dict[str, str]:
+def local_spark_conf(home: LocalHome, jit: Jit = Jit.QUICK) -> dict[str, str]:
     """Static Spark settings every local process must share to see the same tables (the JIT aside)."""
-    layout = LocalHome(home or local_home())
     return {
         "spark.sql.catalogImplementation": "hive",
-        "spark.sql.warehouse.dir": str(layout.warehouse),
+        "spark.sql.warehouse.dir": str(home.warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={layout.metastore};create=true"
+            f"jdbc:derby:;databaseName={home.metastore};create=true"
         ),
         "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={layout.root} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} "
+            f"-Dderby.system.home={home.derby_home} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} "
             + jit.jvm_options
         ),
         **LOCAL_SQL_CONF,
@@ -72,7 +71,7 @@ def local_spark_conf(home: Path | None = None, jit: Jit = Jit.QUICK) -> dict[str
     }
 
 
-def jvm_start_conf(home: Path, purpose: Purpose, jit: Jit = Jit.QUICK) -> dict[str, str]:
+def jvm_start_conf(home: LocalHome, purpose: Purpose, jit: Jit = Jit.QUICK) -> dict[str, str]:
     """``local_spark_conf`` for a JVM about to start, with the class-data archive's options
     (local/class_archive.py: one archive per JIT choice). Call once per JVM started: the call may
     claim the archive's writing."""
@@ -86,10 +85,11 @@ def jvm_start_conf(home: Path, purpose: Purpose, jit: Jit = Jit.QUICK) -> dict[s
 
 
 def get_local_spark(
-    home: Path | None = None, app_name: str = "offsetlake", jit: Jit = Jit.QUICK
+    home: LocalHome | None = None, app_name: str = "offsetlake", jit: Jit = Jit.QUICK
 ) -> SparkSession:
     """A local[2] session on the shared warehouse, with the `offsetlake` schema present; a JVM it
-    starts runs ``jit``'s compilers (C1 alone unless asked: local/jit.py).
+    starts runs ``jit``'s compilers (C1 alone unless asked: local/jit.py). ``home`` by default: the
+    one ``$OFFSETLAKE_HOME`` names (a caller outside a command: the harness, a test's script).
 
     Refused in one line when another process holds the home (pipeline/home_lock.py). A JVM it
     starts prints to <home>/logs/spark.log, not the terminal, unless ``--verbose``.
@@ -97,15 +97,16 @@ def get_local_spark(
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    home = home or LocalHome.resolve()
     starting = SparkContext._active_spark_context is None
     if starting:
-        check_home_free(home or local_home())
+        check_home_free(home)
     builder = SparkSession.builder.master("local[2]").appName(app_name)
-    conf = jvm_start_conf(home or local_home(), "session", jit) if starting else local_spark_conf(home, jit)
+    conf = jvm_start_conf(home, "session", jit) if starting else local_spark_conf(home, jit)
     for key, value in conf.items():
         builder = builder.config(key, value)
     quiet = starting and not logging.getLogger("offsetlake").isEnabledFor(logging.DEBUG)
-    with _jvm_output_to(home or local_home()) if quiet else contextlib.nullcontext():
+    with _jvm_output_to(home) if quiet else contextlib.nullcontext():
         spark = builder.enableHiveSupport().getOrCreate()
     if starting:
         _STARTED_HERE.add(id(spark.sparkContext))
@@ -114,7 +115,7 @@ def get_local_spark(
 
 
 @contextlib.contextmanager
-def _jvm_output_to(home: Path) -> Iterator[None]:
+def _jvm_output_to(home: LocalHome) -> Iterator[None]:
     """Point this process's fds 1 and 2 at the home's Spark log while pyspark launches the JVM.
 
     The JVM inherits them (pyspark.java_gateway starts it with Popen and no redirection), so its
@@ -122,7 +123,7 @@ def _jvm_output_to(home: Path) -> Iterator[None]:
     the file and every command's output starts with its own lines. The CLI's ``--verbose`` (the
     ``offsetlake`` logger at DEBUG, cli/main.py) skips this and shows them.
     """
-    log_path = LocalHome(home).spark_log
+    log_path = home.spark_log
     log_path.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()

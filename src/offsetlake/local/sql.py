@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
 
 from offsetlake.errors import UsageError
-from offsetlake.local.home import LOCAL_SCHEMA
+from offsetlake.local.home import LOCAL_SCHEMA, LocalHome
 from offsetlake.local.spark import get_local_spark
 
 if TYPE_CHECKING:
@@ -24,7 +23,7 @@ QueryResult = tuple[list[str], list[tuple[object, ...]]]
 """(column names, rows)."""
 
 
-def sql_session(home: Path | None = None) -> SparkSession:
+def sql_session(home: LocalHome) -> SparkSession:
     """The local session queries run in, with schema ``offsetlake`` current."""
     spark = get_local_spark(home, app_name="offsetlake-sql")
     spark.catalog.setCurrentDatabase(LOCAL_SCHEMA)

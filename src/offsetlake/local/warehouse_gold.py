@@ -348,7 +348,7 @@ class LocalGoldStore:
         """From the first read on, no pipeline update rewrites gold under this store, and gold an
         interrupted one left half-written has been put back; else HomeInUseError, one line."""
         if self._lock is None:
-            self._lock = hold_whole_gold(self.home.root, wait_s=self.lock_wait_s)
+            self._lock = hold_whole_gold(self.home, wait_s=self.lock_wait_s)
 
 
 _OFFSET_COLUMNS: Final = (*GROUP_PARTITION_KEY, "downstream_offset", "method", "metadata", "source_timestamp")
