@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from offsetlake.cli import apply as cli_apply
+from offsetlake.cli import settings as cli_settings
 from offsetlake.contract.settings import (
     ALL_KEYS,
     K2K_TRACING_TOPICS,
@@ -220,13 +220,14 @@ def test_routes_that_cannot_meet_are_accepted() -> None:
         assert len(PipelineSettings.from_mapping(conf).k2k_tracing_routes) == 2
 
 
-def test_the_failovers_own_reading_of_the_routes_refuses_fan_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`apply`/`failover` read the routes themselves (cli/apply.pipeline_k2k_tracing): the same refusal."""
-    monkeypatch.setattr(cli_apply, "_local_pipeline_conf", dict)
-    monkeypatch.setattr(cli_apply, "on_databricks", lambda: False)
+def test_the_applys_reading_of_the_routes_refuses_fan_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`apply`/`failover` read the routes through the one reading (cli/settings.pipeline_settings),
+    with no source named: the same refusal."""
+    monkeypatch.setattr(cli_settings, "last_run_conf", dict)
+    monkeypatch.setattr(cli_settings, "on_databricks", lambda: False)
     fan_in = SimpleNamespace(set=[f"{K2K_TRACING_TOPICS}=east={{topic}},west={{topic}}"])
     with pytest.raises(InvalidValueError, match="can write both sources' records into one target topic"):
-        cli_apply.pipeline_k2k_tracing(fan_in)  # type: ignore[arg-type]
+        cli_settings.pipeline_settings(fan_in)  # type: ignore[arg-type]
     apart = SimpleNamespace(set=[f"{K2K_TRACING_TOPICS}=east=east.{{topic}},west=west.{{topic}}"])
-    tracing = cli_apply.pipeline_k2k_tracing(apart)  # type: ignore[arg-type]
+    tracing = cli_settings.k2k_tracing(cli_settings.pipeline_settings(apart))  # type: ignore[arg-type]
     assert tracing is not None and [route.alias for route in tracing.routes] == ["east", "west"]
