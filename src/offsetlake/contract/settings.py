@@ -407,9 +407,7 @@ def assign(conf: Mapping[str, str], assignments: Iterable[str]) -> dict[str, str
         if key not in ALL_KEYS:
             nearest = difflib.get_close_matches(key, ALL_KEYS, n=1)
             hint = f"; did you mean {nearest[0]}?" if nearest else f"; known keys: {', '.join(ALL_KEYS)}"
-            raise InvalidValueError(
-                f"--set wants offsetlake.KEY=VALUE with a known key: {key!r} is not one{hint}"
-            )
+            raise InvalidValueError(f"--set: unknown setting {key!r}{hint}")
         assigned[key] = value
     return assigned
 
