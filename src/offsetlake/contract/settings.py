@@ -205,7 +205,10 @@ def _comma_list(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class PipelineSettings:
-    """Everything the transformations need to know about the clusters and MM2's naming."""
+    """Everything the transformations need to know about the clusters and MM2's naming.
+
+    A pipeline needs both cluster ends (:meth:`from_conf` refuses a configuration without them);
+    the apply's view may name neither (``clusters=False``): it reads gold and names topics."""
 
     target_bootstrap_servers: str = _setting(TARGET_BOOTSTRAP)
     sources: tuple[ClusterEndpoint, ...] = _setting(SOURCES, parse=parse_sources, text=format_sources)
