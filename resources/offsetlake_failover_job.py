@@ -16,31 +16,28 @@ bundle root (the CLI places Python output at the root: bundle/config/mutator/pyt
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any, Final
 
-import yaml
 from databricks.bundles.core import Bundle
 from databricks.bundles.jobs import Job
 
 from offsetlake.contract.refresh_selection import failover_refresh_selection
 from offsetlake.contract.settings import PipelineSettings
 
+from .pipeline_settings import pipeline_configuration, set_arguments
+
 FAILOVER_JOB_KEY: Final = "offsetlake_failover"
-PIPELINE_FILE: Final = Path(__file__).resolve().parent / "offsetlake.pipeline.yml"
 _VARIABLE: Final = re.compile(r"\$\{var\.([A-Za-z0-9_-]+)\}")
 
 
 def refresh_selection(bundle: Bundle) -> list[str]:
     """What the failover refreshes, for the graph the pipeline's configuration declares with the
     target's variable values (mapping and tracing tables exist only when configured)."""
-    pipeline = yaml.safe_load(PIPELINE_FILE.read_text(encoding="utf-8"))["resources"]["pipelines"]
-    (configuration,) = [settings["configuration"] for settings in pipeline.values()]
 
-    def with_variables(value: object) -> str:
-        return _VARIABLE.sub(lambda found: str(bundle.variables[found.group(1)]), str(value))
+    def with_variables(value: str) -> str:
+        return _VARIABLE.sub(lambda found: str(bundle.variables[found.group(1)]), value)
 
-    conf = {key: with_variables(value) for key, value in configuration.items()}
+    conf = {key: with_variables(value) for key, value in pipeline_configuration().items()}
     return list(failover_refresh_selection(PipelineSettings.from_conf(conf.get)))
 
 
@@ -150,20 +147,12 @@ def failover_job(bundle: Bundle) -> Job:
                             # Every checkpoint MM2's topics on the target hold, each read from its log
                             # start by the task itself (the source may be gone; a failed or partial
                             # refresh may have left records in bronze that gold never saw), under the
-                            # pipeline's replication policy.
+                            # pipeline's replication policy; K2K's tracing headers searched now for
+                            # each selected group's newest snapshot (off without K2K routes).
                             "--checkpoint-tail=true",
-                            "--set",
-                            "offsetlake.replication.policy=${var.replication_policy}",
-                            "--set",
-                            "offsetlake.replication.separator=${var.replication_separator}",
-                            "--set",
-                            "offsetlake.target.alias=${var.target_alias}",
-                            # K2K's tracing headers searched now for each selected group's newest
-                            # snapshot (off when k2k_tracing_topics is empty).
-                            "--set",
-                            "offsetlake.k2k.tracing.topics=${var.k2k_tracing_topics}",
-                            "--set",
-                            "offsetlake.k2k.tracing.headers=${var.k2k_tracing_headers}",
+                            # The pipeline's whole configuration as --set pairs (its replication
+                            # policy, target alias, K2K routes...), generated from its resource.
+                            *set_arguments(),
                             "--catalog",
                             "${resources.schemas.offsetlake_schema.catalog_name}",
                             "--schema",

@@ -16,6 +16,9 @@ that decide what gets deployed, each after the CLI source that does it (databric
    `module:function` with the target and the variable values, unresolved references left as they
    are: `mutator/python/python_mutator.go`); a resource the YAML already defines is refused there
    ("unexpected updated resources"), and here;
+3c. apply the Python mutators (`python.mutators`: the `apply_mutators` phase, after
+   `load_resources`, on the resources of YAML and Python alike, unresolved references left as they
+   are): here the job mutators, on the jobs;
 4. resolve `${var.*}`, `${bundle.*}` and `${workspace.*}` everywhere, resources included, before any
    preset (`phases/initialize.go`: ResolveVariableReferencesWithoutResources, then
    ProcessStaticResources' ResolveVariableReferencesOnlyResources);
@@ -42,7 +45,7 @@ direct engine only): MANAGE for the deploying identity, then one level per princ
 deployment state `bundle run` pulls (`bundle/permissions/workspace_root.go`); `job_runners` who may
 start a job (its permissions after step 7).
 
-What it does not model: merging job tasks by key, path translation, Python mutators.
+What it does not model: merging job tasks by key, path translation, mutators of other resources.
 """
 
 from __future__ import annotations
@@ -194,6 +197,34 @@ def python_resources_of_target(
     configuration = _apply_target(load_configuration(root), target)
     values = _assign_variables(configuration.get("variables", {}), {}, {}, overrides_file)
     return python_resources(configuration, target, values, root)
+
+
+def _apply_python_mutators(
+    configuration: dict[str, Any], target: str, variables: Mapping[str, Any], root: Path = REPO_ROOT
+) -> None:
+    """Each job of ``configuration`` through the job mutators `python.mutators` names, in order, as
+    databricks-bundles' own `apply_mutators` phase calls them; a job they return unchanged keeps
+    its document as written."""
+    from databricks.bundles.build import _get_num_args, _load_resource_mutators
+    from databricks.bundles.core import Bundle
+    from databricks.bundles.jobs import Job
+
+    names = (configuration.get("python") or {}).get("mutators", [])
+    jobs = configuration.get("resources", {}).get("jobs", {})
+    with _importing_from(root):
+        mutators, diagnostics = _load_resource_mutators(names)
+        if diagnostics.items or len(mutators) != len(names):
+            raise BundleResolutionError(f"python.mutators {names}: {[i.summary for i in diagnostics.items]}")
+        bundle = Bundle(target=target, variables=copy.deepcopy(dict(variables)))
+        for key, document in jobs.items():
+            job = mutated = Job.from_dict(copy.deepcopy(document))
+            for mutator in (m for m in mutators if m.resource_type is Job):
+                if _get_num_args(mutator.function) == 1:
+                    mutated = mutator.function(mutated)
+                else:
+                    mutated = mutator.function(copy.deepcopy(bundle), mutated)
+            if mutated is not job:
+                jobs[key] = mutated.as_dict()
 
 
 def _add_python_resources(configuration: dict[str, Any], added: Mapping[str, Mapping[str, Any]]) -> None:
@@ -642,6 +673,7 @@ def resolve_bundle(
         configuration.get("variables", {}), variables or {}, environment or {}, overrides_file or {}
     )
     _add_python_resources(configuration, python_resources(configuration, target, values, root))
+    _apply_python_mutators(configuration, target, values, root)
     configuration, values = _resolve_static(configuration, values)
     configuration["variables"] = {name: {"value": value} for name, value in values.items()}
     _apply_presets(configuration)

@@ -117,7 +117,11 @@ def test_bundle_includes_exactly_the_resource_files() -> None:
     bundle = load_yaml(BUNDLE_ROOT_FILE)
     assert bundle["bundle"]["name"] == "offsetlake"
     assert bundle["include"] == ["resources/*.yml"]
-    assert bundle["python"] == {"venv_path": ".venv", "resources": ["resources:load_resources"]}
+    assert bundle["python"] == {
+        "venv_path": ".venv",
+        "resources": ["resources:load_resources"],
+        "mutators": ["resources.pipeline_settings:pass_pipeline_settings"],
+    }
     for target in ("dev", "prod"):
         assert {kind: set(group) for kind, group in python_defined(target)["resources"].items()} == {
             "jobs": {JOB_KEY}
@@ -202,7 +206,7 @@ def test_interpolation_is_accepted_where_the_schema_wants_another_type(bundle_va
 
 
 def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
-    job_settings: dict[str, Any], project: dict[str, Any]
+    job_settings: dict[str, Any], project: dict[str, Any], pipeline_settings: dict[str, Any]
 ) -> None:
     job = Job.from_dict(job_settings)
     pause, refresh, apply, report = job.tasks
@@ -236,6 +240,9 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
         # that raises SystemExit on failure (tests/unit/test_entry_point.py).
         assert project["scripts"][wheel_task.entry_point] == "offsetlake.cli.main:entry_point"
     schema = "${resources.schemas.offsetlake_schema.name}"
+    # The pipeline's whole configuration, as declared (tests/unit/test_bundle_settings.py).
+    configuration = pipeline_settings["configuration"].items()
+    pipeline_pairs = [flag for key, value in configuration for flag in ("--set", f"{key}={value}")]
     assert [str(parameter) for parameter in apply.python_wheel_task.parameters] == [  # type: ignore[union-attr]
         "{{job.parameters.mode}}",
         "--as-of={{job.parameters.as_of}}",
@@ -245,11 +252,7 @@ def test_failover_job_refreshes_then_applies_whatever_the_refresh_did(
         "--max-age={{job.parameters.max_age}}",
         "--as-failover",
         "--checkpoint-tail=true",
-        "--set", "offsetlake.replication.policy=${var.replication_policy}",
-        "--set", "offsetlake.replication.separator=${var.replication_separator}",
-        "--set", "offsetlake.target.alias=${var.target_alias}",
-        "--set", "offsetlake.k2k.tracing.topics=${var.k2k_tracing_topics}",
-        "--set", "offsetlake.k2k.tracing.headers=${var.k2k_tracing_headers}",
+        *pipeline_pairs,
         "--catalog", "${resources.schemas.offsetlake_schema.catalog_name}",
         "--schema", schema,
         "--target-bootstrap-servers", "${var.target_bootstrap_servers}",

@@ -63,9 +63,11 @@ def test_without_set_the_homes_last_pipeline_run_names_it(home: Path) -> None:
 
 
 def test_a_bad_setting_is_one_clear_error() -> None:
-    with pytest.raises(InvalidValueError, match=r"offsetlake\.KEY=VALUE"):
+    with pytest.raises(InvalidValueError, match=r"unknown setting 'offsetlake\.replication\.sep'; did you"):
         tail_policy("apply", "--checkpoint-tail", "--set", "offsetlake.replication.sep=_")
-    with pytest.raises(InvalidValueError, match="replication policy"):
+    with pytest.raises(InvalidValueError, match=r"offsetlake\.KEY=VALUE"):
+        tail_policy("apply", "--checkpoint-tail", "--set", "replication.separator=_")
+    with pytest.raises(InvalidValueError, match=r"offsetlake\.replication\.policy must be one of"):
         tail_policy("apply", "--checkpoint-tail", "--set", "offsetlake.replication.policy=mirror")
 
 

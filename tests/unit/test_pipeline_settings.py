@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from offsetlake.cli import apply as cli_apply
+from offsetlake.cli import settings as cli_settings
 from offsetlake.contract.settings import (
     ALL_KEYS,
     K2K_TRACING_TOPICS,
@@ -220,11 +220,12 @@ def test_routes_that_cannot_meet_are_accepted() -> None:
         assert len(PipelineSettings.from_mapping(conf).k2k_tracing_routes) == 2
 
 
-def test_the_failovers_own_reading_of_the_routes_refuses_fan_in() -> None:
-    """`apply`/`failover` read the routes themselves (cli/apply.pipeline_k2k_tracing): the same refusal."""
+def test_the_applys_reading_of_the_routes_refuses_fan_in() -> None:
+    """`apply`/`failover` read the routes through the one reading (cli/settings.pipeline_settings),
+    with no source named: the same refusal."""
     fan_in = SimpleNamespace(set=[f"{K2K_TRACING_TOPICS}=east={{topic}},west={{topic}}"])
     with pytest.raises(InvalidValueError, match="can write both sources' records into one target topic"):
-        cli_apply.pipeline_k2k_tracing(fan_in, None)  # type: ignore[arg-type]
+        cli_settings.pipeline_settings(fan_in, None)  # type: ignore[arg-type]
     apart = SimpleNamespace(set=[f"{K2K_TRACING_TOPICS}=east=east.{{topic}},west=west.{{topic}}"])
-    tracing = cli_apply.pipeline_k2k_tracing(apart, None)  # type: ignore[arg-type]
+    tracing = cli_settings.k2k_tracing(cli_settings.pipeline_settings(apart, None))  # type: ignore[arg-type]
     assert tracing is not None and [route.alias for route in tracing.routes] == ["east", "west"]

@@ -5,10 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-import yaml
-
-from offsetlake.apply.k2k_search import K2KTracing
-from offsetlake.apply.placement import TopicRouting
 from offsetlake.apply.planner import (
     K2K_GUARD_PREFIX,
     ActiveGroupPolicy,
@@ -41,20 +37,10 @@ from offsetlake.cli.options import (
     parse_regex,
     positive_int,
 )
-from offsetlake.contract.settings import (
-    ALL_KEYS,
-    K2K_TRACING_HEADERS,
-    K2K_TRACING_TOPICS,
-    REPLICATION_POLICY,
-    REPLICATION_SEPARATOR,
-    TARGET_ALIAS,
-    parse_tracing_routes,
-)
+from offsetlake.cli.settings import add_set_option, k2k_tracing, pipeline_settings, topic_routing
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.durations import format_duration
-from offsetlake.errors import InvalidValueError
-from offsetlake.k2k.tracing import TracingHeaderNames
 from offsetlake.local.home import LocalHome
-from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
 
 
@@ -66,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "in the apply_audit table with action dry_run. Nothing on the target changes.",
     )
     add_apply_options(plan, sources=False)
-    add_policy_option(plan)
+    add_set_option(plan)
     plan.set_defaults(handler=handle_plan)
 
     apply = subparsers.add_parser(
@@ -80,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "committed is not placed (refused, or not verified).",
     )
     add_apply_options(apply, sources=False)
-    add_policy_option(apply)
+    add_set_option(apply)
     apply.set_defaults(handler=handle_apply)
 
 
@@ -99,11 +85,20 @@ def handle_apply(args: argparse.Namespace, context: Context) -> int:
 
 
 def request_from_args(
-    args: argparse.Namespace, clusters: ResolvedClusters, *, dry_run: bool, home: LocalHome | None
+    args: argparse.Namespace,
+    clusters: ResolvedClusters,
+    *,
+    dry_run: bool,
+    home: LocalHome | None,
+    settings: PipelineSettings | None = None,
 ) -> ApplyRequest:
-    """The run the flags ask for; ``home``: the command's (None on Databricks), whose pipeline spec
-    names what ``--set`` does not."""
-    read_now = args.checkpoint_tail and args.as_of is None
+    """The run the flags ask for; ``settings``: the pipeline settings the command already holds (a
+    refreshing failover's), else those of the pipeline that made gold (locally, ``home``'s: None on
+    Databricks). A restore reads neither."""
+    if args.as_of:
+        settings = None
+    elif settings is None:
+        settings = pipeline_settings(args, home)
     return ApplyRequest(
         dry_run=dry_run,
         selection=Selection(
@@ -126,89 +121,18 @@ def request_from_args(
         deadline_s=args.deadline,
         keep_alive_fraction=args.keep_alive_fraction,
         kafka_properties=clusters.kafka_properties,
-        checkpoint_tail=pipeline_policy(args, home) if read_now else None,
-        k2k_tracing=pipeline_k2k_tracing(args, home) if read_now else None,
+        checkpoint_tail=settings.policy if settings and args.checkpoint_tail else None,
+        k2k_tracing=k2k_tracing(settings) if settings and args.checkpoint_tail else None,
         k2k_guard_prefix=args.k2k_guard_prefix,
         ignore_k2k_guard=args.ignore_k2k_guard,
         on_multiple_targets=args.on_multiple_targets,
         tail_only=args.tail_only,
-        routing=None if args.as_of else pipeline_routing(args, home),
+        routing=topic_routing(settings) if settings else None,
         untranslated=args.untranslated,
         accept_gold_without_tail=args.accept_gold_without_tail,
         as_failover=args.as_failover,
         resume_sync=args.resume_sync,
     )
-
-
-def add_policy_option(parser: argparse.ArgumentParser) -> None:
-    """``--set offsetlake.KEY=VALUE``: the pipeline settings plan/apply need (its replication policy)."""
-    parser.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="a pipeline setting; with --checkpoint-tail, offsetlake.replication.policy and "
-        "offsetlake.replication.separator name the checkpoint topics (default: the local pipeline's "
-        "last run on this home, else MM2's default policy and `.`)",
-    )
-
-
-def pipeline_policy(args: argparse.Namespace, home: LocalHome | None) -> ReplicationPolicy:
-    """The replication policy the pipeline names the checkpoint topics with: the ``--set`` entries,
-    else (locally) the spec of the home's last ``pipeline run``, else MM2's default. A tail under
-    another policy than the pipeline's would find no topic and quietly read nothing."""
-    conf = _pipeline_conf(args, home)
-    try:
-        return ReplicationPolicy(
-            kind=conf.get(REPLICATION_POLICY) or "default",  # type: ignore[arg-type]
-            separator=conf.get(REPLICATION_SEPARATOR) or ".",
-        )
-    except ValueError as error:
-        raise InvalidValueError(f"{REPLICATION_POLICY}: {error}") from None
-
-
-def pipeline_routing(args: argparse.Namespace, home: LocalHome | None) -> TopicRouting:
-    """How the pipeline names source topics on the target (policy, target alias, K2K routes), from
-    the same settings as the policy: where a partition a source group committed is planned."""
-    conf = _pipeline_conf(args, home)
-    tracing = pipeline_k2k_tracing(args, home)
-    return TopicRouting(
-        pipeline_policy(args, home), conf.get(TARGET_ALIAS) or "", tracing.routes if tracing else ()
-    )
-
-
-def pipeline_k2k_tracing(args: argparse.Namespace, home: LocalHome | None) -> K2KTracing | None:
-    """The pipeline's K2K routes and tracing-header names, from the same settings as the policy;
-    None when the k2k_tracing_headers method is off."""
-    conf = _pipeline_conf(args, home)
-    routes = parse_tracing_routes(conf.get(K2K_TRACING_TOPICS, ""))
-    if not routes:
-        return None
-    return K2KTracing(routes, TracingHeaderNames.parse(conf.get(K2K_TRACING_HEADERS, "")))
-
-
-def _pipeline_conf(args: argparse.Namespace, home: LocalHome | None) -> dict[str, str]:
-    """The ``--set`` entries over (locally) the home's last pipeline spec."""
-    conf = {} if home is None else _local_pipeline_conf(home)
-    for assignment in getattr(args, "set", None) or []:
-        key, sep, value = assignment.partition("=")
-        if not sep or key not in ALL_KEYS:
-            raise InvalidValueError(f"--set wants offsetlake.KEY=VALUE with a known key, got {assignment!r}")
-        conf[key] = value
-    return conf
-
-
-def _local_pipeline_conf(home: LocalHome) -> dict[str, str]:
-    """The offsetlake.* configuration of the home's pipeline spec; empty when it never ran."""
-    spec = home.pipeline_spec
-    if not spec.is_file():
-        return {}
-    try:
-        configuration = (yaml.safe_load(spec.read_text(encoding="utf-8")) or {}).get("configuration") or {}
-    except (OSError, yaml.YAMLError, AttributeError) as error:
-        raise InvalidValueError(f"cannot read the local pipeline spec {spec}: {error}") from None
-    return {
-        str(key): str(value) for key, value in configuration.items() if str(key).startswith("offsetlake.")
-    }
 
 
 def _handle(request: ApplyRequest, context: Context, home: LocalHome | None, *, details: bool) -> int:

@@ -13,15 +13,10 @@ from collections import Counter
 from dataclasses import replace
 
 from offsetlake.cli import render, stores
-from offsetlake.cli.apply import (
-    add_apply_options,
-    add_policy_option,
-    pipeline_k2k_tracing,
-    pipeline_policy,
-    request_from_args,
-)
+from offsetlake.cli.apply import add_apply_options, request_from_args
 from offsetlake.cli.clusters import resolve_clusters
 from offsetlake.cli.context import Context
+from offsetlake.cli.settings import add_set_option, k2k_tracing, pipeline_settings
 from offsetlake.errors import UsageError
 from offsetlake.failback.run import (
     FailbackRequest,
@@ -49,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(--untranslated refuse; by default such a partition is placed at the source's log start).",
     )
     add_apply_options(failback, sources=True)
-    add_policy_option(failback)
+    add_set_option(failback)
     failback.add_argument(
         "--plan",
         action="store_true",
@@ -71,11 +66,12 @@ def handle_failback(args: argparse.Namespace, context: Context) -> int:
     if args.as_of is not None:
         raise UsageError("failback translates the groups' positions now; --as-of restores apply's history")
     (source,) = clusters.sources
+    settings = pipeline_settings(args, home)  # the forward pipeline's naming: its policy and K2K routes
     options = dict(clusters.kafka_options)
     if args.secret_scope:  # the groups' read and the reverse flow's too, not only the apply's alters
         options.update(kafka_options_from_scope(context.secrets or DatabricksSecrets(), args.secret_scope))
     apply = replace(
-        request_from_args(args, clusters, dry_run=args.plan, home=home),
+        request_from_args(args, clusters, dry_run=args.plan, home=home, settings=settings),
         target_bootstrap_servers=source.bootstrap_servers,
     )
     request = FailbackRequest(
@@ -84,8 +80,8 @@ def handle_failback(args: argparse.Namespace, context: Context) -> int:
         source_config=target_client_config(source.bootstrap_servers, options),
         target_alias=clusters.target_alias,
         target_config=target_client_config(clusters.target, options),
-        policy=pipeline_policy(args, home),
-        tracing=pipeline_k2k_tracing(args, home),
+        policy=settings.policy,
+        tracing=k2k_tracing(settings),
         untranslated=args.untranslated,
     )
     with contextlib.closing(stores.gold_store_for(apply, home)) as store:

@@ -5,15 +5,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from offsetlake.apply.k2k_search import K2KTracing
-from offsetlake.apply.placement import TopicRouting
 from offsetlake.cli import render, stores
-from offsetlake.cli.apply import add_apply_options, pipeline_k2k_tracing, pipeline_policy, request_from_args
+from offsetlake.cli.apply import add_apply_options, request_from_args
 from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import parse_positive_seconds
-from offsetlake.cli.pipeline import add_set_option, settings_from_args
-from offsetlake.contract.settings import PipelineSettings
+from offsetlake.cli.settings import add_set_option, k2k_tracing, pipeline_settings, run_settings
 from offsetlake.failover.run import (
     DEFAULT_PROBE_TIMEOUT_S,
     DEFAULT_REFRESH_TIMEOUT_S,
@@ -92,15 +89,11 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
     store_home = stores.command_home(context)
     sources = refresh is not RefreshMode.NEVER
     clusters = resolve_clusters(args, sources=sources, secrets=context.secrets, home=store_home)
-    settings = None if refresh is RefreshMode.NEVER else settings_from_args(args, clusters)
-    apply = request_from_args(args, clusters, dry_run=False, home=store_home)
+    settings = None if refresh is RefreshMode.NEVER else run_settings(args, clusters)
+    apply = request_from_args(args, clusters, dry_run=False, home=store_home, settings=settings)
     if args.as_of is None:  # a restore reads history only; otherwise gold plus the newest checkpoints
-        apply = replace(
-            apply,
-            checkpoint_tail=settings.policy if settings else pipeline_policy(args, store_home),
-            k2k_tracing=_k2k_tracing(settings) if settings else pipeline_k2k_tracing(args, store_home),
-            routing=_routing(settings) if settings else apply.routing,
-        )
+        named = settings or pipeline_settings(args, store_home)  # the refresh's own, else the pipeline's
+        apply = replace(apply, checkpoint_tail=named.policy, k2k_tracing=k2k_tracing(named))
     apply = replace(apply, as_failover=True)
     request = FailoverRequest(
         apply=apply,
@@ -136,15 +129,3 @@ def handle_failover(args: argparse.Namespace, context: Context) -> int:
 def shown_during_refresh(line: str) -> bool:
     """Only run-level events, failures and progress lines: the report that follows says the rest."""
     return is_progress(line) or any(word in line for word in ("Run is", "Run has", "FAILED", "SKIPPED"))
-
-
-def _routing(settings: PipelineSettings) -> TopicRouting:
-    """Where the settings the failover refreshes with name each source topic on the target."""
-    return TopicRouting(settings.policy, settings.target_alias, settings.k2k_tracing_routes)
-
-
-def _k2k_tracing(settings: PipelineSettings) -> K2KTracing | None:
-    """The K2K search of the settings the failover refreshes with; None when the method is off."""
-    if not settings.k2k_tracing_routes:
-        return None
-    return K2KTracing(settings.k2k_tracing_routes, settings.k2k_tracing_headers)

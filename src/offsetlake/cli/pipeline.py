@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from offsetlake.cli import render
-from offsetlake.cli.clusters import ResolvedClusters, resolve_clusters
+from offsetlake.cli.clusters import resolve_clusters
 from offsetlake.cli.context import Context
 from offsetlake.cli.options import add_cluster_options, parse_duration
-from offsetlake.contract.settings import ALL_KEYS, PipelineSettings
+from offsetlake.cli.settings import add_set_option, run_settings
+from offsetlake.contract.settings import PipelineSettings
 from offsetlake.durations import format_duration
-from offsetlake.errors import InvalidValueError, UsageError
+from offsetlake.errors import UsageError
 from offsetlake.local.connect_server import WarmServer
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import HomeInUseError, SyncLoop, sync_loop
@@ -52,38 +52,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sql.set_defaults(handler=handle_sql)
 
 
-def add_set_option(parser: argparse.ArgumentParser) -> None:
-    """``--set offsetlake.KEY=VALUE`` (repeatable): a pipeline setting, checked by settings_from_args."""
-    parser.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a pipeline setting, e.g. --set offsetlake.cluster.timeout.ms=10000",
-    )
-
-
-def settings_from_args(args: argparse.Namespace, clusters: ResolvedClusters) -> PipelineSettings:
-    """The resolved clusters' settings with each ``--set offsetlake.KEY=VALUE`` applied, validated once."""
-    conf = clusters.pipeline_settings().to_conf()
-    for assignment in args.set or []:
-        key, sep, value = assignment.partition("=")
-        if not sep or not key.startswith("offsetlake."):
-            raise InvalidValueError(f"--set wants offsetlake.KEY=VALUE, got {assignment!r}")
-        if key not in ALL_KEYS:
-            nearest = difflib.get_close_matches(key, ALL_KEYS, n=1)
-            hint = f"; did you mean {nearest[0]}?" if nearest else f"; known keys: {', '.join(ALL_KEYS)}"
-            raise InvalidValueError(f"--set: unknown setting {key!r}{hint}")
-        conf[key] = value
-    return PipelineSettings.from_mapping(conf)
-
-
 def handle_run(args: argparse.Namespace, context: Context) -> int:
     if args.every is not None and args.full_refresh:
         raise UsageError("--every repeats incremental updates; run --full-refresh once on its own")
     if args.every is not None and args.every <= timedelta(0):
         raise UsageError("--every wants a duration above zero, e.g. 60s")
     clusters = resolve_clusters(args, sources=True, secrets=context.secrets, home=context.home)
-    settings = settings_from_args(args, clusters)
+    settings = run_settings(args, clusters)
     if args.every is not None:
         return run_every(settings, context.home, args.every, clusters.kafka_properties, context)
     result = run_pipeline(

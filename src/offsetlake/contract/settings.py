@@ -4,12 +4,18 @@ The same keys arrive three ways: the local runner writes them into the spark-pip
 ``configuration``, the bundle sets them on the Databricks pipeline, and tests build settings
 directly. Each way ends in :meth:`PipelineSettings.from_conf`, so a bad value fails the same way
 (a ``ValueError`` naming the key) before any flow starts, instead of deep inside a Spark job.
+
+A command reads them one way too (:func:`settings_of`): ``--set offsetlake.KEY=VALUE`` pairs over
+a base configuration (the clusters a pipeline run is given, or the pipeline's own configuration:
+the home's spec locally, the bundle's ``--set`` pairs on Databricks), so a setting the apply needs
+is a field here and nothing else.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 from typing import Any, Final, Literal
@@ -199,7 +205,10 @@ def _comma_list(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class PipelineSettings:
-    """Everything the transformations need to know about the clusters and MM2's naming."""
+    """Everything the transformations need to know about the clusters and MM2's naming.
+
+    A pipeline needs both cluster ends (:meth:`from_conf` refuses a configuration without them);
+    the apply's view may name neither (``clusters=False``): it reads gold and names topics."""
 
     target_bootstrap_servers: str = _setting(TARGET_BOOTSTRAP)
     sources: tuple[ClusterEndpoint, ...] = _setting(SOURCES, parse=parse_sources, text=format_sources)
@@ -255,10 +264,6 @@ class PipelineSettings:
     created with (CANNOT_UPDATE_PARTITION_COLUMNS), so an upgraded local home would fail."""
 
     def __post_init__(self) -> None:
-        if not self.target_bootstrap_servers:
-            raise InvalidValueError(f"{TARGET_BOOTSTRAP} is required")
-        if not self.sources:
-            raise InvalidValueError(f"{SOURCES} needs at least one alias=bootstrap entry")
         aliases = [source.alias for source in self.sources]
         if len(set(aliases)) != len(aliases):
             raise InvalidValueError(f"{SOURCES} lists an alias twice: {', '.join(aliases)}")
@@ -314,7 +319,8 @@ class PipelineSettings:
             (MAPPINGS_TOPICS, [entry.alias for entry in self.mappings_topics]),
             (K2K_TRACING_TOPICS, [route.alias for route in self.k2k_tracing_routes]),
         ):
-            unknown = sorted(set(bound) - set(aliases))
+            # A view naming no source (the apply's, from --set alone) has no alias to bind against.
+            unknown = sorted(set(bound) - set(aliases)) if aliases else []
             if unknown:
                 raise InvalidValueError(
                     f"{key} names source aliases not in {SOURCES}: {', '.join(unknown)} "
@@ -358,21 +364,28 @@ class PipelineSettings:
         raise KeyError(alias)
 
     @classmethod
-    def from_conf(cls, get: Callable[[str], str | None]) -> PipelineSettings:
-        """Parse from a key lookup (``spark.conf.get(key, None)``, ``dict.get``); unset keys -> defaults."""
+    def from_conf(cls, get: Callable[[str], str | None], *, clusters: bool = True) -> PipelineSettings:
+        """Parse from a key lookup (``spark.conf.get(key, None)``, ``dict.get``); unset keys -> defaults.
+
+        ``clusters=False`` reads a configuration that may name no cluster: the apply's view, which
+        reads gold and names topics by these settings, and never reaches a cluster through them."""
         values = {}
         for spec in fields(cls):
             setting: Setting = spec.metadata[SETTING]
             text = setting.blank.read(get(setting.key))
             if text is not None:
                 values[spec.name] = setting.parse(text)
-            elif spec.default is MISSING:  # required: validated (and named) by __post_init__
+            elif spec.default is MISSING:  # the two cluster ends: refused below when required
                 values[spec.name] = setting.parse("")
+        if clusters and not values["target_bootstrap_servers"]:
+            raise InvalidValueError(f"{TARGET_BOOTSTRAP} is required")
+        if clusters and not values["sources"]:
+            raise InvalidValueError(f"{SOURCES} needs at least one alias=bootstrap entry")
         return cls(**values)
 
     @classmethod
-    def from_mapping(cls, conf: Mapping[str, str]) -> PipelineSettings:
-        return cls.from_conf(conf.get)
+    def from_mapping(cls, conf: Mapping[str, str], *, clusters: bool = True) -> PipelineSettings:
+        return cls.from_conf(conf.get, clusters=clusters)
 
     def to_conf(self) -> dict[str, str]:
         """The configuration entries that reproduce these settings (for a pipeline spec)."""
@@ -384,3 +397,27 @@ class PipelineSettings:
 
 ALL_KEYS: Final[tuple[str, ...]] = tuple(spec.metadata[SETTING].key for spec in fields(PipelineSettings))
 """Every configuration key, in declaration order (``--set`` checks against it)."""
+
+
+def assign(conf: Mapping[str, str], assignments: Iterable[str]) -> dict[str, str]:
+    """``conf`` with each ``offsetlake.KEY=VALUE`` (``--set``) applied over it, in order. An unknown
+    key is refused, with the nearest known one: a mistyped key must never leave a default in place."""
+    assigned = dict(conf)
+    for assignment in assignments:
+        key, sep, value = assignment.partition("=")
+        if not sep or not key.startswith("offsetlake."):
+            raise InvalidValueError(f"--set wants offsetlake.KEY=VALUE, got {assignment!r}")
+        if key not in ALL_KEYS:
+            nearest = difflib.get_close_matches(key, ALL_KEYS, n=1)
+            hint = f"; did you mean {nearest[0]}?" if nearest else f"; known keys: {', '.join(ALL_KEYS)}"
+            raise InvalidValueError(f"--set: unknown setting {key!r}{hint}")
+        assigned[key] = value
+    return assigned
+
+
+def settings_of(
+    conf: Mapping[str, str], assignments: Iterable[str] = (), *, clusters: bool = True
+) -> PipelineSettings:
+    """The one reading of a command's settings: the ``--set`` pairs over ``conf``, validated once
+    (``clusters``: as :meth:`PipelineSettings.from_conf`)."""
+    return PipelineSettings.from_mapping(assign(conf, assignments), clusters=clusters)
