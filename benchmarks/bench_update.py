@@ -30,6 +30,7 @@ import os
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -253,6 +254,7 @@ def optional_warm_server(enabled: bool, home: Path) -> Iterator[WarmServer | Non
         return
     started = time.monotonic()
     with WarmServer(home) as server:
+        server.start()
         print(f"warm Spark Connect server started in {time.monotonic() - started:.1f}s ({server.url})")
         yield server
 
@@ -289,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"bench_update: kind={options.kind} warm={options.warm} repeat={options.repeat} "
-        f"cores={os.cpu_count()} load average at start {os.getloadavg()[0]:.2f}; "
+        f"commit={_commit()} cores={os.cpu_count()} load average at start {os.getloadavg()[0]:.2f}; "
         f"logs in {logs_dir}; conf {conf}"
     )
     with ExitStack() as stack:
@@ -309,10 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         warm = stack.enter_context(optional_warm_server(options.warm, home))
         if options.kind == "incremental":
             result, _, _ = timed_update(
-                settings, home, True, warm, brokers, log_copy=logs_dir / "initial.log"
+                settings, home, True, warm, brokers, log_copy=logs_dir / "initial.log", spark_conf=conf
             )
             print(f"initial full update (not counted): {result.seconds:.1f}s")
-        print(f"{'update':<10}" + "".join(f"{phase:>9}" for phase in PHASES) + "   most java/python")
+        print(f"{'update':<10}" + "".join(f"{phase:>9}" for phase in PHASES) + "   most java/python  load")
         figures: list[dict[str, float]] = []
         flows: list[dict[str, float]] = []
         for number in range(1, options.repeat + 1):
@@ -327,7 +329,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             figures.append(times.phases(result.seconds))
             flows.append(times.flows())
-            print(f"{_row(str(number), figures[-1])}   {most['java']}/{most['python']}  {result.status}")
+            print(
+                f"{_row(str(number), figures[-1])}   {most['java']}/{most['python']}  "
+                f"{os.getloadavg()[0]:.2f}  {result.status}"
+            )
     medians = {phase: statistics.median(f[phase] for f in figures) for phase in PHASES}
     print(_row("median", medians))
     print("flow RUNNING -> done, median s:")
@@ -340,6 +345,19 @@ def main(argv: list[str] | None = None) -> int:
         f"load average at end {os.getloadavg()[0]:.2f}"
     )
     return 0
+
+
+def _commit() -> str:
+    """The checkout's commit, ``+dirty`` when tracked files differ from it."""
+    repo = Path(__file__).resolve().parent
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), *arguments], check=False, capture_output=True, text=True
+        ).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return (git("rev-parse", "--short", "HEAD") or "unknown") + ("+dirty" if dirty else "")
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
