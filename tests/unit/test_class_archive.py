@@ -350,3 +350,43 @@ def test_after_any_start_the_cache_is_within_its_bounds_and_only_the_oldest_went
         assert sum(path.stat().st_size for path in kept) <= budget
         gone = [age for path, age in paths.items() if not path.exists()]
         assert all(age > paths[path] for age in gone for path in kept if path != keep)
+
+
+def _claimed(cache: Path) -> tuple[Path, Path, Path]:
+    """A claim taken: (class list, file the writer dumps to, claim)."""
+    written = _written_path(class_archive_options("pipeline", OPTIONS))
+    (claim,) = cache.glob("*.claim")
+    return written.with_suffix(".classlist"), written, claim
+
+
+def test_a_writer_whose_jvm_never_starts_gives_the_claim_back(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class_list, written, claim = _claimed(cache)
+    monkeypatch.setattr(class_archive, "JVM_APPEARS_S", 0.0)
+    monkeypatch.setattr(class_archive, "_recording_jvm", lambda path: None)
+    assert not class_archive.write_when_exited(class_list, written)
+    assert not claim.exists() and not written.exists()
+    assert RECORDS in class_archive_options("pipeline", OPTIONS)  # the next JVM records
+
+
+def test_a_writer_dumps_only_after_its_jvm_exited_and_a_failed_dump_leaves_nothing(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class_list, written, claim = _claimed(cache)
+    class_list.write_text("java/lang/Object\n")
+    alive = iter([["/jdk/bin/java", f"{RECORDS}{class_list}", "Main"]] * 3 + [None])
+    monkeypatch.setattr(class_archive, "_POLL_S", 0.0)
+    monkeypatch.setattr(class_archive, "_recording_jvm", lambda path: next(alive))
+    dumped_after: list[int] = []
+
+    def failing_dump(argv: list[str], listed: Path, into: Path) -> list[str]:
+        dumped_after.append(sum(1 for _ in alive))  # what was left of the JVM's life: nothing
+        into.write_bytes(b"half")
+        return [sys.executable, "-c", "raise SystemExit(1)"]
+
+    monkeypatch.setattr(class_archive, "dump_command", failing_dump)
+    monkeypatch.setattr(class_archive, "WRITER_NICE", 0)
+    assert not class_archive.write_when_exited(class_list, written)
+    assert dumped_after == [0]
+    assert not written.exists() and not claim.exists() and not class_list.exists()

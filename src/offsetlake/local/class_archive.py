@@ -114,39 +114,41 @@ def _start_writer(class_list: Path, written: Path) -> None:
 
 
 def write_when_exited(class_list: Path, written: Path) -> bool:
-    """Wait for the JVM recording ``class_list`` to start and exit (renewing the claim meanwhile),
-    then dump its classes into ``written`` with its classpath and options, niced: True if written.
-    The next JVM start adopts the file (``_settle_written``); the class list is deleted."""
+    """Wait for the JVM recording ``class_list`` to start and exit, then dump its classes into
+    ``written`` with its classpath and options, niced, renewing the claim all along: True if
+    written. The next JVM start adopts the file (``_settle_written``); the class list is deleted."""
     claim = _archive_of(written).with_suffix(".claim")
     argv: list[str] | None = None
     appears_by = time.monotonic() + JVM_APPEARS_S
     try:
-        while True:
-            recording = _recording_jvm(class_list)
-            if recording is not None:
-                argv = recording
-            elif argv is not None or time.monotonic() > appears_by:
-                break  # exited, or never started
-            with contextlib.suppress(OSError):
-                os.utime(claim)
-            time.sleep(_POLL_S)
-        if argv is None or not class_list.exists():
+        while (recording := _recording_jvm(class_list)) is not None or (
+            argv is None and time.monotonic() < appears_by
+        ):
+            argv = recording or argv
+            _renew(claim)
+        if argv is None or not class_list.exists():  # never started, or recorded nothing
             claim.unlink(missing_ok=True)
             return False
         with contextlib.suppress(OSError):
             os.nice(WRITER_NICE)
-        dumped = (
-            subprocess.run(
-                dump_command(argv, class_list, written), capture_output=True, check=False
-            ).returncode
-            == 0
+        dump = subprocess.Popen(
+            dump_command(argv, class_list, written), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        if not dumped:
+        while dump.poll() is None:
+            _renew(claim)
+        if dump.returncode != 0:
             written.unlink(missing_ok=True)
             claim.unlink(missing_ok=True)
-        return dumped
+        return dump.returncode == 0
     finally:
         class_list.unlink(missing_ok=True)
+
+
+def _renew(claim: Path) -> None:
+    """Keep a live writer's claim from being taken for abandoned (CLAIM_TTL_S), then wait a poll."""
+    with contextlib.suppress(OSError):
+        os.utime(claim)
+    time.sleep(_POLL_S)
 
 
 def dump_command(argv: list[str], class_list: Path, written: Path) -> list[str]:
