@@ -390,3 +390,14 @@ def test_a_writer_dumps_only_after_its_jvm_exited_and_a_failed_dump_leaves_nothi
     assert not class_archive.write_when_exited(class_list, written)
     assert dumped_after == [0]
     assert not written.exists() and not claim.exists() and not class_list.exists()
+
+
+def test_a_writer_that_cannot_start_leaves_the_jvm_without_an_archive_and_the_claim_free(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def cannot_start(*paths: Path) -> None:
+        raise subprocess.CalledProcessError(127, "sh")
+
+    monkeypatch.setattr(class_archive, "_start_writer", cannot_start)
+    assert class_archive_options("pipeline", OPTIONS) == ""
+    assert not list(cache.glob("*.claim"))

@@ -96,8 +96,12 @@ def class_archive_options(purpose: Purpose, jvm_options: str, *, write: bool = T
         if writing is None:
             return ""
         class_list = writing.with_suffix(CLASS_LIST_SUFFIX)
-        _start_writer(class_list, writing)
     except OSError:
+        return ""
+    try:
+        _start_writer(class_list, writing)
+    except (OSError, subprocess.SubprocessError):
+        archive.with_suffix(".claim").unlink(missing_ok=True)  # no writer: the next JVM records
         return ""
     return f"{_RECORD}{class_list} {_QUIET}"
 
