@@ -115,7 +115,9 @@ class ProcessCounter:
     processes started, by what they run (``-m`` module; a forked worker shows its daemon's), and the
     CPU time each used (user + system, from /proc), sampled every 0.2 s: a worker living less than
     that can be missed, and the CPU after a process's last sample is not seen, so the counts and
-    CPU times are lower bounds. The kept-warm server's JVM counts only what it used meanwhile."""
+    CPU times are lower bounds. A process already running at the first sample (the kept-warm server
+    and the Python workers earlier updates left it) counts only what it used meanwhile; it used to
+    count its whole life for Python processes, so warm updates' Python CPU grew with each update."""
 
     def __init__(self, excluded: tuple[int, ...]) -> None:
         self._excluded = set(excluded)
@@ -164,10 +166,10 @@ class ProcessCounter:
                 for kind in counts:
                     if name.startswith(kind):
                         counts[kind] += 1
-                if name.startswith("python") and pid not in self.started:
-                    self.started[pid] = _runs(pid)
-                if name.startswith("java") and pid not in self.started:
-                    self.started[pid] = "java"
+                if pid not in self.started and name.startswith(("python", "java")):
+                    self.started[pid] = _runs(pid) if name.startswith("python") else "java"
+                    # A process older than the update (the kept-warm server and its Python workers)
+                    # counts only the CPU it uses from now on.
                     self._cpu_at_start[pid] = self._cpu_seconds(pid) if first else 0.0
                 self._cpu[pid] = self._cpu_seconds(pid) or self._cpu.get(pid, 0.0)
             first = False
