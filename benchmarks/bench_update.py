@@ -30,6 +30,7 @@ import os
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -115,7 +116,9 @@ class ProcessCounter:
     processes started, by what they run (``-m`` module; a forked worker shows its daemon's), and the
     CPU time each used (user + system, from /proc), sampled every 0.2 s: a worker living less than
     that can be missed, and the CPU after a process's last sample is not seen, so the counts and
-    CPU times are lower bounds. The kept-warm server's JVM counts only what it used meanwhile."""
+    CPU times are lower bounds. A process already running at the first sample (the kept-warm server
+    and the Python workers earlier updates left it) counts only what it used meanwhile; it used to
+    count its whole life for Python processes, so warm updates' Python CPU grew with each update."""
 
     def __init__(self, excluded: tuple[int, ...]) -> None:
         self._excluded = set(excluded)
@@ -164,10 +167,10 @@ class ProcessCounter:
                 for kind in counts:
                     if name.startswith(kind):
                         counts[kind] += 1
-                if name.startswith("python") and pid not in self.started:
-                    self.started[pid] = _runs(pid)
-                if name.startswith("java") and pid not in self.started:
-                    self.started[pid] = "java"
+                if pid not in self.started and name.startswith(("python", "java")):
+                    self.started[pid] = _runs(pid) if name.startswith("python") else "java"
+                    # A process older than the update (the kept-warm server and its Python workers)
+                    # counts only the CPU it uses from now on.
                     self._cpu_at_start[pid] = self._cpu_seconds(pid) if first else 0.0
                 self._cpu[pid] = self._cpu_seconds(pid) or self._cpu.get(pid, 0.0)
             first = False
@@ -254,6 +257,7 @@ def optional_warm_server(enabled: bool, home: Path) -> Iterator[WarmServer | Non
         return
     started = time.monotonic()
     with WarmServer(LocalHome(home)) as server:
+        server.start()
         print(f"warm Spark Connect server started in {time.monotonic() - started:.1f}s ({server.url})")
         yield server
 
@@ -290,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"bench_update: kind={options.kind} warm={options.warm} repeat={options.repeat} "
-        f"cores={os.cpu_count()} load average at start {os.getloadavg()[0]:.2f}; "
+        f"commit={_commit()} cores={os.cpu_count()} load average at start {os.getloadavg()[0]:.2f}; "
         f"logs in {logs_dir}; conf {conf}"
     )
     with ExitStack() as stack:
@@ -310,10 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         warm = stack.enter_context(optional_warm_server(options.warm, home))
         if options.kind == "incremental":
             result, _, _ = timed_update(
-                settings, home, True, warm, brokers, log_copy=logs_dir / "initial.log"
+                settings, home, True, warm, brokers, log_copy=logs_dir / "initial.log", spark_conf=conf
             )
             print(f"initial full update (not counted): {result.seconds:.1f}s")
-        print(f"{'update':<10}" + "".join(f"{phase:>9}" for phase in PHASES) + "   most java/python")
+        print(f"{'update':<10}" + "".join(f"{phase:>9}" for phase in PHASES) + "   most java/python  load")
         figures: list[dict[str, float]] = []
         flows: list[dict[str, float]] = []
         for number in range(1, options.repeat + 1):
@@ -328,7 +332,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             figures.append(times.phases(result.seconds))
             flows.append(times.flows())
-            print(f"{_row(str(number), figures[-1])}   {most['java']}/{most['python']}  {result.status}")
+            print(
+                f"{_row(str(number), figures[-1])}   {most['java']}/{most['python']}  "
+                f"{os.getloadavg()[0]:.2f}  {result.status}"
+            )
     medians = {phase: statistics.median(f[phase] for f in figures) for phase in PHASES}
     print(_row("median", medians))
     print("flow RUNNING -> done, median s:")
@@ -341,6 +348,19 @@ def main(argv: list[str] | None = None) -> int:
         f"load average at end {os.getloadavg()[0]:.2f}"
     )
     return 0
+
+
+def _commit() -> str:
+    """The checkout's commit, ``+dirty`` when tracked files differ from it."""
+    repo = Path(__file__).resolve().parent
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), *arguments], check=False, capture_output=True, text=True
+        ).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return (git("rev-parse", "--short", "HEAD") or "unknown") + ("+dirty" if dirty else "")
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:

@@ -19,25 +19,35 @@ from offsetlake.local.class_archive import (
     CLAIM_TTL_S,
     DISABLE_ENV,
     PRUNE_AFTER_S,
-    WRITE_GRACE_S,
     class_archive_options,
-    exit_grace_s,
+    dump_command,
 )
-from offsetlake.local.processes import DEFAULT_GRACE_S
 
 OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
+RECORDS = "-XX:DumpLoadedClassList="
+
+
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def writers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, Path]]:
+    """The writers started, (class list, file written), none started for real."""
+    started: list[tuple[Path, Path]] = []
+    monkeypatch.setattr(class_archive, "_start_writer", lambda *paths: started.append(paths))
+    return started
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writers: list[tuple[Path, Path]]) -> Path:
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
     monkeypatch.delenv(DISABLE_ENV, raising=False)
     return tmp_path
 
 
 def _written_path(options: str) -> Path:
-    (flag,) = [word for word in options.split() if word.startswith("-XX:ArchiveClassesAtExit=")]
-    return Path(flag.split("=", 1)[1])
+    """The file the writer of the JVM started with ``options`` dumps the archive to."""
+    (flag,) = [word for word in options.split() if word.startswith(RECORDS)]
+    return Path(flag.split("=", 1)[1]).with_suffix(".writing")
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -45,19 +55,20 @@ def _age(path: Path, seconds: float) -> None:
     os.utime(path, (past, past))
 
 
-def test_one_jvm_at_a_time_writes_the_archive(cache: Path) -> None:
+def test_one_jvm_at_a_time_writes_the_archive(cache: Path, writers: list[tuple[Path, Path]]) -> None:
     first = class_archive_options("pipeline", OPTIONS)
-    assert "-XX:ArchiveClassesAtExit=" in first
+    assert RECORDS in first
     assert _written_path(first).parent == cache
+    assert writers == [(_written_path(first).with_suffix(".classlist"), _written_path(first))]
     assert class_archive_options("pipeline", OPTIONS) == ""  # the claim is held
-    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("session", OPTIONS)  # its own claim
+    assert RECORDS in class_archive_options("session", OPTIONS)  # its own claim
 
 
 def test_an_abandoned_claim_is_taken_over(cache: Path) -> None:
     class_archive_options("pipeline", OPTIONS)
     (claim,) = cache.glob("*.claim")
     _age(claim, CLAIM_TTL_S + 1)
-    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
+    assert RECORDS in class_archive_options("pipeline", OPTIONS)
 
 
 def _write_one_the_jvm_maps(monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str, str]:
@@ -90,7 +101,7 @@ def test_a_file_cut_short_by_a_writer_that_is_gone_is_removed_at_the_next_start_
     written.write_bytes(b"cut")
     monkeypatch.setattr(class_archive, "_accepted", lambda path: False)
     _age(written, 10)
-    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)  # claimed anew
+    assert RECORDS in class_archive_options("pipeline", OPTIONS)  # claimed anew
     assert not written.exists()
     assert not list(cache.glob("*.jsa"))
 
@@ -121,14 +132,14 @@ def test_a_whole_file_of_another_purpose_is_adopted_at_any_start(
 
 
 def test_a_file_whose_writer_still_runs_is_left_alone(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A JVM writing at exit has the file on its command line; here a stand-in process has it."""
+    """The writer's dump has the file on its command line; here a stand-in process has it."""
     written = _written_path(class_archive_options("pipeline", OPTIONS))
     written.write_bytes(b"half")
     _age(written, 10)  # even untouched for a while (a busy machine)
     monkeypatch.setattr(class_archive, "_accepted", lambda path: pytest.fail("checked while written"))
     script = "import sys; print('up', flush=True); sys.stdin.read()"
     with subprocess.Popen(
-        [sys.executable, "-c", script, f"-XX:ArchiveClassesAtExit={written}"],
+        [sys.executable, "-c", script, f"-XX:SharedArchiveFile={written}"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -138,7 +149,7 @@ def test_a_file_whose_writer_still_runs_is_left_alone(cache: Path, monkeypatch: 
         assert written.exists()
         writer.communicate("")  # the writer exits without finishing the file
     monkeypatch.setattr(class_archive, "_accepted", lambda path: False)
-    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
+    assert RECORDS in class_archive_options("pipeline", OPTIONS)
     assert not written.exists()
 
 
@@ -154,7 +165,7 @@ def test_without_proc_a_refused_file_is_removed_only_once_abandoned(
     assert class_archive_options("pipeline", OPTIONS) == ""  # still claimed, not adopted
     assert written.exists()
     _age(written, CLAIM_TTL_S + 1)
-    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)
+    assert RECORDS in class_archive_options("pipeline", OPTIONS)
     assert not written.exists()
     assert not list(cache.glob("*.jsa"))
 
@@ -173,7 +184,7 @@ def test_the_least_recently_mapped_archives_beyond_the_count_are_evicted(
     newer = _archive(cache, "server-1111111111111111", 10, 60)
     older = _archive(cache, "session-2222222222222222", 10, 120)
     oldest = _archive(cache, "pipeline-3333333333333333", 10, 180)
-    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", OPTIONS)  # the third place
+    assert RECORDS in class_archive_options("pipeline", OPTIONS)  # the third place
     assert newer.exists() and older.exists()
     assert not oldest.exists()
 
@@ -211,7 +222,7 @@ def test_a_file_still_being_written_is_not_checked(cache: Path, monkeypatch: pyt
 
 def test_other_jvm_options_get_another_archive(cache: Path) -> None:
     class_archive_options("pipeline", OPTIONS)
-    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("pipeline", "-XX:+UseSerialGC")
+    assert RECORDS in class_archive_options("pipeline", "-XX:+UseSerialGC")
 
 
 def test_off_starts_jvms_without_an_archive(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -232,7 +243,7 @@ def test_an_unwritable_cache_costs_nothing_but_the_archive(
 def test_a_long_lived_jvm_maps_the_archive_but_never_claims_its_writing(cache: Path) -> None:
     assert class_archive_options("session", OPTIONS, write=False) == ""
     assert not list(cache.glob("*.claim"))
-    assert "-XX:ArchiveClassesAtExit=" in class_archive_options("session", OPTIONS)
+    assert RECORDS in class_archive_options("session", OPTIONS)
 
 
 def test_archives_of_other_keys_unused_for_a_week_are_deleted_and_the_one_in_use_stays(
@@ -254,12 +265,58 @@ def test_archives_of_other_keys_unused_for_a_week_are_deleted_and_the_one_in_use
     assert recent.exists()
 
 
-def test_a_jvm_that_writes_the_archive_gets_time_to_exit(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
+def test_no_jvm_writes_at_its_exit_and_nothing_waits_for_the_writer(cache: Path) -> None:
+    """The exit that kept the home locked 19-38 s (the first make demo waited for it) writes nothing:
+    the JVM only records the classes it loads; the detached writer dumps them after it."""
+    options = class_archive_options("pipeline", OPTIONS)
+    assert "ArchiveClassesAtExit" not in options and RECORDS in options
+
+
+def test_a_class_list_whose_writer_is_gone_is_removed_at_the_next_start_not_one_being_written(
+    cache: Path,
 ) -> None:
-    _, writing, mapping = _write_one_the_jvm_maps(monkeypatch)
-    assert exit_grace_s(f"{OPTIONS} {writing}") == WRITE_GRACE_S > DEFAULT_GRACE_S
-    assert exit_grace_s(f"{OPTIONS} {mapping}") == DEFAULT_GRACE_S
+    orphan = cache / "pipeline-0123456789abcdef.0badc0de.classlist"
+    orphan.write_text("java/lang/Object\n")
+    live = cache / "session-0123456789abcdef.c0ffee00.classlist"
+    live.write_text("java/lang/Object\n")
+    script = "import sys; print('up', flush=True); sys.stdin.read()"
+    with subprocess.Popen(
+        [sys.executable, "-c", script, str(live)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as writer:
+        assert writer.stdout is not None and writer.stdout.readline() == "up\n"
+        class_archive_options("server", OPTIONS)
+        writer.communicate("")
+    assert not orphan.exists()
+    assert live.exists()
+
+
+def test_the_dump_takes_the_recording_jvms_classpath_and_options_and_nothing_after_its_main_class(
+    tmp_path: Path,
+) -> None:
+    class_list, written = tmp_path / "a.classlist", tmp_path / "a.writing"
+    argv = [
+        "/jdk/bin/java",
+        "-cp",
+        "/spark/conf:/spark/jars/*",
+        "-Xmx1g",
+        f"{RECORDS}{class_list}",
+        "-XX:TieredStopAtLevel=1",
+        "--add-opens=java.base/java.lang=ALL-UNNAMED",
+        "org.apache.spark.deploy.SparkSubmit",
+        "--conf",
+        f"spark.driver.extraJavaOptions={RECORDS}{class_list}",
+    ]
+    assert dump_command(argv, class_list, written) == [
+        "/jdk/bin/java",
+        "-Xshare:dump",
+        f"-XX:SharedClassListFile={class_list}",
+        f"-XX:SharedArchiveFile={written}",
+        "-cp",
+        "/spark/conf:/spark/jars/*",
+        "-Xmx1g",
+        "-XX:TieredStopAtLevel=1",
+        "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    ]
 
 
 @settings(max_examples=50)
@@ -293,3 +350,54 @@ def test_after_any_start_the_cache_is_within_its_bounds_and_only_the_oldest_went
         assert sum(path.stat().st_size for path in kept) <= budget
         gone = [age for path, age in paths.items() if not path.exists()]
         assert all(age > paths[path] for age in gone for path in kept if path != keep)
+
+
+def _claimed(cache: Path) -> tuple[Path, Path, Path]:
+    """A claim taken: (class list, file the writer dumps to, claim)."""
+    written = _written_path(class_archive_options("pipeline", OPTIONS))
+    (claim,) = cache.glob("*.claim")
+    return written.with_suffix(".classlist"), written, claim
+
+
+def test_a_writer_whose_jvm_never_starts_gives_the_claim_back(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class_list, written, claim = _claimed(cache)
+    monkeypatch.setattr(class_archive, "JVM_APPEARS_S", 0.0)
+    monkeypatch.setattr(class_archive, "_recording_jvm", lambda path: None)
+    assert not class_archive.write_when_exited(class_list, written)
+    assert not claim.exists() and not written.exists()
+    assert RECORDS in class_archive_options("pipeline", OPTIONS)  # the next JVM records
+
+
+def test_a_writer_dumps_only_after_its_jvm_exited_and_a_failed_dump_leaves_nothing(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class_list, written, claim = _claimed(cache)
+    class_list.write_text("java/lang/Object\n")
+    alive = iter([["/jdk/bin/java", f"{RECORDS}{class_list}", "Main"]] * 3 + [None])
+    monkeypatch.setattr(class_archive, "_POLL_S", 0.0)
+    monkeypatch.setattr(class_archive, "_recording_jvm", lambda path: next(alive))
+    dumped_after: list[int] = []
+
+    def failing_dump(argv: list[str], listed: Path, into: Path) -> list[str]:
+        dumped_after.append(sum(1 for _ in alive))  # what was left of the JVM's life: nothing
+        into.write_bytes(b"half")
+        return [sys.executable, "-c", "raise SystemExit(1)"]
+
+    monkeypatch.setattr(class_archive, "dump_command", failing_dump)
+    monkeypatch.setattr(class_archive, "WRITER_NICE", 0)
+    assert not class_archive.write_when_exited(class_list, written)
+    assert dumped_after == [0]
+    assert not written.exists() and not claim.exists() and not class_list.exists()
+
+
+def test_a_writer_that_cannot_start_leaves_the_jvm_without_an_archive_and_the_claim_free(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def cannot_start(*paths: Path) -> None:
+        raise subprocess.CalledProcessError(127, "sh")
+
+    monkeypatch.setattr(class_archive, "_start_writer", cannot_start)
+    assert class_archive_options("pipeline", OPTIONS) == ""
+    assert not list(cache.glob("*.claim"))

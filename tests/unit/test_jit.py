@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offsetlake.errors import InvalidValueError
+from offsetlake.local import class_archive
 from offsetlake.local.class_archive import CACHE_DIR_ENV, DISABLE_ENV
 from offsetlake.local.home import LocalHome
 from offsetlake.local.jit import AUTO, JIT_ENV, OPTIMISING_FROM_RECORDS, Jit, choose_jit
@@ -67,12 +68,13 @@ def test_the_jvm_gets_the_chosen_options_and_never_writes_a_class_archive_for_c2
 ) -> None:
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(DISABLE_ENV, raising=False)
+    monkeypatch.setattr(class_archive, "_start_writer", lambda *paths: None)  # no JVM will record
     quick = jvm_start_conf(LocalHome(tmp_path), "pipeline")["spark.driver.extraJavaOptions"]
     optimising = jvm_start_conf(LocalHome(tmp_path), "pipeline", Jit.OPTIMISING)[
         "spark.driver.extraJavaOptions"
     ]
-    assert "-XX:TieredStopAtLevel=1" in quick and "-XX:ArchiveClassesAtExit=" in quick
-    assert "TieredStopAtLevel" not in optimising and "-XX:ArchiveClassesAtExit=" not in optimising
+    assert "-XX:TieredStopAtLevel=1" in quick and "-XX:DumpLoadedClassList=" in quick
+    assert "TieredStopAtLevel" not in optimising and "-XX:DumpLoadedClassList=" not in optimising
     assert (
         "TieredStopAtLevel"
         not in local_spark_conf(LocalHome(tmp_path), Jit.OPTIMISING)["spark.driver.extraJavaOptions"]

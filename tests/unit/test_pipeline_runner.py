@@ -309,6 +309,15 @@ def test_the_spec_lets_the_engine_retry_a_failed_flow_five_times(tmp_path: Path)
     assert spec["configuration"]["spark.sql.pipelines.maxFlowRetryAttempts"] == "5"
 
 
+def test_the_spec_runs_the_flows_without_artifact_isolation(tmp_path: Path) -> None:
+    """With it, every update left about ten Python daemons on a kept-warm server (issue 50)."""
+    settings = PipelineSettings(
+        target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)
+    )
+    spec = yaml.safe_load(write_spec(LocalHome(tmp_path), settings).read_text())
+    assert spec["configuration"]["spark.sql.artifact.isolation.enabled"] == "false"
+
+
 def test_an_update_on_a_warm_server_of_another_home_is_refused(tmp_path: Path) -> None:
     settings = PipelineSettings(
         target_bootstrap_servers="localhost:1", sources=(ClusterEndpoint("a", "localhost:2"),)

@@ -9,13 +9,18 @@ queries, a query) from 15.9 s to 9.7 s on the 2-core machine (its start 6.6 -> 3
 One archive per ``purpose`` (``pipeline``: the Spark Connect server a cold update starts;
 ``server``: the kept-warm one; ``session``: a classic local session), in the user's cache
 directory, named by what the JVM checks it against (pyspark's jars, the java binary, the JVM
-options). While none exists, one JVM at a time (a claim
-file) writes one at exit (``-XX:ArchiveClassesAtExit``, 200-250 MB) into a file of its own, a
-temporary name (``.writing``); a later JVM start adopts that file once its writer is gone and
-``java -version`` maps it, because a file cut short by a kill crashes every JVM that maps it
-(measured: SIGABRT, even under ``-Xshare:auto``). A file whose writer is gone and that the JVM
-refuses (a writer killed mid-write once left 108 MB) is deleted at the next start, whatever its
-key. An archive of another JDK or other options is simply not used.
+options). While none exists, one JVM at a time (a claim file) records the classes it loads
+(``-XX:DumpLoadedClassList``: a line per class, nothing to do at exit), and a detached writer,
+started with it, waits for that JVM to exit and then dumps those classes into a static archive
+(``java -Xshare:dump`` with the JVM's own classpath and options; 50 s of CPU, niced, 200-250 MB),
+into a temporary file (``.writing``). Writing at the JVM's exit instead (``-XX:ArchiveClassesAtExit``)
+kept the home's metastore locked for the 19-38 s of the dump, and every caller waited for it (the
+first ``make demo``: "Run is COMPLETED" at 67 s, "succeeded" at 86 s). A later JVM start adopts the
+file once its writer is gone and ``java -version`` maps it, because a file cut short by a kill
+crashes every JVM that maps it (measured: SIGABRT, SIGBUS, even under ``-Xshare:auto``). A file whose
+writer is gone and that the JVM refuses (a writer killed mid-write once left 108 MB) is deleted at
+the next start, whatever its key, and so is a class list whose writer is gone. An archive of another
+JDK or other options is simply not used.
 
 The cache holds at most ``MAX_ARCHIVES`` archives and ``MAX_BYTES`` (one per purpose fits): at
 each start the least recently mapped ones beyond that are deleted (a test run once left four,
@@ -35,6 +40,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Final, Literal
@@ -50,12 +56,16 @@ DISABLE_ENV: Final = "OFFSETLAKE_CLASS_ARCHIVE"
 """``off`` starts every local JVM without an archive (to compare, or to rule it out)."""
 _QUIET: Final = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 WRITING_SUFFIX: Final = ".writing"
-WRITE_GRACE_S: Final = 120.0
-"""How long a JVM that writes the archive at exit may take to exit (measured: 11-19 s under load)."""
+CLASS_LIST_SUFFIX: Final = ".classlist"
 SETTLED_S: Final = 5.0
 """A written archive untouched this long has been written whole (the JVM writes it in seconds)."""
 CLAIM_TTL_S: Final = 900.0
-"""A claim older than this is abandoned (its JVM was killed before writing, or still runs)."""
+"""A claim older than this is abandoned (its writer was killed; a live writer renews it)."""
+JVM_APPEARS_S: Final = 300.0
+"""How long the writer waits for its JVM to start (a failed launch never does)."""
+_POLL_S: Final = 1.0
+WRITER_NICE: Final = 10
+"""The writer's CPU goes to whatever the user waits for first."""
 PRUNE_AFTER_S: Final = 7 * 24 * 3600.0
 """Files of other keys (another checkout's pyspark, an older JDK) unused this long are deleted:
 each archive is 200 MB, and every checkout path makes its own."""
@@ -67,9 +77,9 @@ MAX_BYTES: Final = 768 * 2**20
 
 def class_archive_options(purpose: Purpose, jvm_options: str, *, write: bool = True) -> str:
     """The archive options for a local JVM of ``purpose`` started with ``jvm_options``: map the
-    archive if there is one; else write one at exit if ``write`` and no other JVM is writing it
-    (a JVM that lives for long, a test session's, should not: it would hold the claim); else
-    nothing."""
+    archive if there is one; else, if ``write`` and no other JVM records one, record the classes it
+    loads, with a detached writer started to dump them once it has exited (a JVM that lives for
+    long, a test session's, should not: its writer would hold the claim); else nothing."""
     if os.environ.get(DISABLE_ENV, "").lower() == "off":
         return ""
     directory = cache_dir()
@@ -83,15 +93,103 @@ def class_archive_options(purpose: Purpose, jvm_options: str, *, write: bool = T
             return f"-XX:SharedArchiveFile={archive} {_QUIET}"
         writing = _claim(archive) if write else None
         _prune(directory, keep=archive, reserve=writing is not None)
+        if writing is None:
+            return ""
+        class_list = writing.with_suffix(CLASS_LIST_SUFFIX)
     except OSError:
         return ""
-    return f"-XX:ArchiveClassesAtExit={writing} {_QUIET}" if writing is not None else ""
+    try:
+        _start_writer(class_list, writing)
+    except (OSError, subprocess.SubprocessError):
+        archive.with_suffix(".claim").unlink(missing_ok=True)  # no writer: the next JVM records
+        return ""
+    return f"{_RECORD}{class_list} {_QUIET}"
 
 
-def exit_grace_s(java_options: str) -> float:
-    """How long a JVM started with ``java_options`` may take to exit before it is killed: longer
-    when it writes the archive then."""
-    return WRITE_GRACE_S if "-XX:ArchiveClassesAtExit=" in java_options else DEFAULT_GRACE_S
+_RECORD: Final = "-XX:DumpLoadedClassList="
+
+
+def _start_writer(class_list: Path, written: Path) -> None:
+    """``python -m offsetlake.local.class_archive`` in the background, detached (``sh`` starts it
+    and exits at once, so it is nobody's child and nobody waits for it: it outlives the command)."""
+    launcher = 'nohup "$0" "$@" >/dev/null 2>&1 </dev/null &'
+    command = ["sh", "-c", launcher, sys.executable, "-m", __name__, str(class_list), str(written)]
+    subprocess.run(command, check=True, start_new_session=True, timeout=DEFAULT_GRACE_S)
+
+
+def write_when_exited(class_list: Path, written: Path) -> bool:
+    """Wait for the JVM recording ``class_list`` to start and exit, then dump its classes into
+    ``written`` with its classpath and options, niced, renewing the claim all along: True if
+    written. The next JVM start adopts the file (``_settle_written``); the class list is deleted."""
+    claim = _archive_of(written).with_suffix(".claim")
+    argv: list[str] | None = None
+    appears_by = time.monotonic() + JVM_APPEARS_S
+    try:
+        while (recording := _recording_jvm(class_list)) is not None or (
+            argv is None and time.monotonic() < appears_by
+        ):
+            argv = recording or argv
+            _renew(claim)
+        if argv is None or not class_list.exists():  # never started, or recorded nothing
+            claim.unlink(missing_ok=True)
+            return False
+        with contextlib.suppress(OSError):
+            os.nice(WRITER_NICE)
+        dump = subprocess.Popen(
+            dump_command(argv, class_list, written), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        while dump.poll() is None:
+            _renew(claim)
+        if dump.returncode != 0:
+            written.unlink(missing_ok=True)
+            claim.unlink(missing_ok=True)
+        return dump.returncode == 0
+    finally:
+        class_list.unlink(missing_ok=True)
+
+
+def _renew(claim: Path) -> None:
+    """Keep a live writer's claim from being taken for abandoned (CLAIM_TTL_S), then wait a poll."""
+    with contextlib.suppress(OSError):
+        os.utime(claim)
+    time.sleep(_POLL_S)
+
+
+def dump_command(argv: list[str], class_list: Path, written: Path) -> list[str]:
+    """``java -Xshare:dump`` of ``class_list`` into ``written``, with the classpath and options of
+    the JVM that recorded it (``argv``: its command line); the JVM maps a static archive only under
+    the classpath it was dumped with."""
+    java, options, arguments = argv[0], [], iter(argv[1:])
+    for argument in arguments:
+        if not argument.startswith("-"):
+            break  # the main class: the JVM's own options end here
+        if argument in ("-cp", "-classpath", "--class-path"):
+            options += [argument, next(arguments, "")]
+        elif not argument.startswith(_RECORD):
+            options.append(argument)
+    return [
+        java,
+        "-Xshare:dump",
+        f"-XX:SharedClassListFile={class_list}",
+        f"-XX:SharedArchiveFile={written}",
+        *options,
+    ]
+
+
+def _recording_jvm(class_list: Path) -> list[str] | None:
+    """The command line of the JVM recording ``class_list`` (the option as an argument of its own:
+    the launchers before it carry it inside a ``--conf`` value), or None."""
+    option = f"{_RECORD}{class_list}"
+    for line in _command_lines() or []:
+        argv = [os.fsdecode(part) for part in line.split(b"\0") if part]
+        if option in argv:
+            return argv
+    return None
+
+
+def _archive_of(written: Path) -> Path:
+    """The archive a ``.writing`` (or class list) file of ``<purpose>-<key>.<token>`` becomes."""
+    return written.with_name(f"{written.name.split('.', 1)[0]}.jsa")
 
 
 def cache_dir() -> Path:
@@ -145,22 +243,28 @@ def _claim(archive: Path) -> Path | None:
 
 
 def _settle_written(directory: Path) -> None:
-    """Every file a JVM wrote its archive to, of any key, once its writer is gone: promoted to its
-    archive when the JVM accepts it (a file cut short by a kill crashes every JVM that maps it, so
-    it must never be used), else deleted with its claim, so the next JVM writes again. A file
-    whose archive exists already (a second writer's) is deleted."""
+    """Every file a writer dumped an archive to, of any key, once its writer is gone: promoted to
+    its archive when the JVM accepts it (a file cut short by a kill crashes every JVM that maps it,
+    so it must never be used), else deleted with its claim, so the next JVM writes again. A file
+    whose archive exists already (a second writer's) is deleted, and so is a class list whose
+    writer is gone."""
     written_files = sorted(directory.glob(f"*{WRITING_SUFFIX}"))
-    if not written_files:
+    class_lists = sorted(directory.glob(f"*{CLASS_LIST_SUFFIX}"))
+    if not written_files and not class_lists:
         return
     now, commands = time.time(), _command_lines()
+    for class_list in class_lists:
+        with contextlib.suppress(OSError):
+            if commands is not None and not any(os.fsencode(class_list) in line for line in commands):
+                class_list.unlink()
     for written in written_files:
         with contextlib.suppress(OSError):
             age = now - written.stat().st_mtime
             if age < SETTLED_S or (
                 commands is not None and any(os.fsencode(written) in line for line in commands)
             ):
-                continue  # being written: the JVM that writes it has the path on its command line
-            archive = directory / f"{written.name.split('.', 1)[0]}.jsa"
+                continue  # being written: its writer has the path on its command line
+            archive = _archive_of(written)
             if not archive.exists() and _accepted(written):
                 with contextlib.suppress(FileExistsError):
                     os.link(written, archive)
@@ -222,3 +326,7 @@ def _java_binary() -> Path | None:
         return Path(os.environ["JAVA_HOME"], "bin", "java").resolve()
     found = shutil.which("java")
     return Path(found).resolve() if found else None
+
+
+if __name__ == "__main__":
+    write_when_exited(Path(sys.argv[1]), Path(sys.argv[2]))

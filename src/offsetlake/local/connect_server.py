@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Final
 
 from offsetlake.errors import ExternalError
-from offsetlake.local.class_archive import exit_grace_s
 from offsetlake.local.home import LocalHome
 from offsetlake.local.locks import check_home_free
 from offsetlake.local.pipeline_spec import LOCAL_MASTER, PIPELINE_NAME, spark_env
-from offsetlake.local.processes import DEFAULT_GRACE_S, spawn_group, terminate_group
+from offsetlake.local.processes import spawn_group, terminate_group
 from offsetlake.local.spark import jvm_start_conf
 
 CONNECT_SERVER_CLASS: Final = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -42,7 +41,6 @@ class WarmServer:
         self._token = secrets.token_urlsafe(24)
         self._process: subprocess.Popen[str] | None = None
         self._port = 0
-        self._stop_grace_s = DEFAULT_GRACE_S
 
     @property
     def url(self) -> str:
@@ -80,7 +78,6 @@ class WarmServer:
             "--conf", f"spark.connect.grpc.binding.port={self._port}",
         ]  # fmt: skip
         static_conf = jvm_start_conf(self.home, "server")
-        self._stop_grace_s = exit_grace_s(static_conf["spark.driver.extraJavaOptions"])
         for key, value in static_conf.items():
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")
@@ -104,9 +101,9 @@ class WarmServer:
         return True
 
     def stop(self) -> None:
-        """End the server's process group (given time to write the class-data archive, if it does)."""
+        """End the server's process group."""
         if self._process is not None:
-            terminate_group(self._process, grace_s=self._stop_grace_s)
+            terminate_group(self._process)
             self._process = None
 
     def __enter__(self) -> WarmServer:

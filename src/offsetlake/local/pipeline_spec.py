@@ -35,13 +35,20 @@ MAX_FLOW_RETRIES_CONF: Final = "spark.sql.pipelines.maxFlowRetryAttempts"
 # data source's worker can miss Spark's connect-back window; a retried stream resumes from its
 # checkpoint, so a few more retries turn a transient failure into a completed update.
 MAX_FLOW_RETRIES: Final = 5
+ARTIFACT_ISOLATION_CONF: Final = "spark.sql.artifact.isolation.enabled"
+# Spark Connect isolates each session's artifacts (on by force in its local servers), and Spark then
+# starts a Python daemon per artifact session and never stops it: about ten per update, each with
+# a forked worker (~100 MB), piling up on a kept-warm server (33, 40, 50 Python processes over three
+# updates). The pipeline adds no artifacts (its modules are installed), so its flows run without:
+# one daemon whose workers are reused (benchmarks/README.md, issue 50).
+ARTIFACT_ISOLATION: Final = "false"
 
 
 def write_spec(
     home: LocalHome, settings: PipelineSettings, spark_conf: Mapping[str, str] | None = None
 ) -> Path:
     """The spec: libraries, schema, storage and the runtime configuration (offsetlake.* keys; flows
-    interpreted but those over every record, pipeline/generated_code.py)."""
+    interpreted but those over every record, pipeline/generated_code.py; no artifact isolation)."""
     home.pipeline_dir.mkdir(parents=True, exist_ok=True)
     libraries = os.path.relpath(TRANSFORMATIONS_DIR, home.pipeline_dir)
     spec = {
@@ -51,6 +58,7 @@ def write_spec(
         "database": LOCAL_SCHEMA,
         "configuration": {
             MAX_FLOW_RETRIES_CONF: str(MAX_FLOW_RETRIES),
+            ARTIFACT_ISOLATION_CONF: ARTIFACT_ISOLATION,
             **INTERPRETED,
             **(spark_conf or {}),
             **settings.to_conf(),

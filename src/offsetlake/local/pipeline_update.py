@@ -21,7 +21,6 @@ from offsetlake.contract.settings import PipelineSettings
 from offsetlake.errors import InvalidValueError
 from offsetlake.kafka.secrets import kafka_options_from_properties, target_client_config
 from offsetlake.local.backlog import target_backlog
-from offsetlake.local.class_archive import exit_grace_s
 from offsetlake.local.connect_server import ConnectServerError, WarmServer
 from offsetlake.local.gold_guard import GUARDED_TABLES, GoldGuard
 from offsetlake.local.home import LocalHome
@@ -34,7 +33,7 @@ from offsetlake.local.pipeline_spec import (
     spark_pipelines_command,
     write_spec,
 )
-from offsetlake.local.processes import DEFAULT_GRACE_S, interruptible, run_group
+from offsetlake.local.processes import interruptible, run_group
 from offsetlake.local.spark import jvm_start_conf
 from offsetlake.local.update_log import FlowOutcome, UpdateLog, is_event, judge
 from offsetlake.local.update_progress import UpdateProgress
@@ -183,16 +182,14 @@ def _update_env(
     echo: Callable[[str], None] | None,
     *,
     full_refresh: bool,
-) -> tuple[dict[str, str], float]:
-    """The environment spark-pipelines runs in, and the grace its JVM gets to exit: a local Spark
-    Connect server it starts (the JIT chosen for the backlog), or the warm ``server``'s."""
-    grace_s = DEFAULT_GRACE_S
+) -> dict[str, str]:
+    """The environment spark-pipelines runs in: a local Spark Connect server it starts (the JIT
+    chosen for the backlog), or the warm ``server``'s."""
     if server is None:
         jit = _choose_jit(settings, home, kafka_properties, full_refresh=full_refresh)
         if echo is not None:
             echo(jit.describe())
         static_conf = jvm_start_conf(home, "pipeline", jit.jit)
-        grace_s = exit_grace_s(static_conf["spark.driver.extraJavaOptions"])
         env = {
             **spark_env(home, kafka_properties),
             **remote_init_env(static_conf),
@@ -206,7 +203,7 @@ def _update_env(
         }
     else:
         env = {**spark_env(home, kafka_properties), **server.client_env()}
-    return env, grace_s
+    return env
 
 
 def _run_update(
@@ -226,7 +223,7 @@ def _run_update(
     recovered = guard.recover()
     command = spark_pipelines_command(write_spec(home, settings, spark_conf), full_refresh, refresh)
     log_path = home.last_run_log
-    env, grace_s = _update_env(settings, home, kafka_properties, server, echo, full_refresh=full_refresh)
+    env = _update_env(settings, home, kafka_properties, server, echo, full_refresh=full_refresh)
     log = UpdateLog()
     progress = UpdateProgress()
 
@@ -251,7 +248,6 @@ def _run_update(
                 env=env,
                 on_line=on_line,
                 timeout_s=timeout_s,
-                grace_s=grace_s,
                 stop=stop,
             )
             if server is None:

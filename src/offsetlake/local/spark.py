@@ -76,8 +76,8 @@ def jvm_start_conf(home: LocalHome, purpose: Purpose, jit: Jit = Jit.QUICK) -> d
     (local/class_archive.py: one archive per JIT choice). Call once per JVM started: the call may
     claim the archive's writing."""
     conf = local_spark_conf(home, jit)
-    # An update with C2 is rare (a large backlog): it maps that archive when one exists, but does not
-    # spend its exit writing ~200 MB for the next one.
+    # An update with C2 is rare (a large backlog): it maps that archive when one exists, but records
+    # none (its writer would spend ~50 s of CPU and ~200 MB of the cache's bounds on a rare kind).
     archive = class_archive_options(purpose, jit.jvm_options, write=jit is Jit.QUICK)
     if archive:
         conf["spark.driver.extraJavaOptions"] += f" {archive}"
