@@ -214,6 +214,7 @@ def describe_groups(
                 len(description.members or []),
             )
         except KafkaException as error:
+            _forget(error)  # held by the future: its traceback would hold this frame and the client
             if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
                 described[group] = GroupDescription(None, ConsumerGroupType.UNKNOWN, 0)
             else:
@@ -246,6 +247,7 @@ def list_committed_offsets(
     try:
         answer = future.result(timeout=timeout_s)
     except (KafkaException, TimeoutError) as error:
+        _forget(error)  # held by the future: its traceback would hold this frame and the client
         raise admin_error(error, f"cannot read committed offsets of group {group}") from error
     return _committed(group, answer.topic_partitions or [])
 
@@ -298,6 +300,7 @@ def list_committed_offsets_of_groups(
             except KafkaAdminError as error:
                 failures[group] = str(error)
             except (KafkaException, TimeoutError) as error:
+                _forget(error)  # held by the future: its traceback would hold this frame and the client
                 failures[group] = f"listing committed offsets failed: {describe_error(error)}"
             submit_next()
     return offsets, failures
@@ -376,6 +379,7 @@ def alter_committed_offsets(
     try:
         answer = future.result(timeout=timeout_s)
     except (KafkaException, TimeoutError) as error:
+        _forget(error)  # held by the future: its traceback would hold this frame and the client
         if isinstance(error, KafkaException) and error_code(error) in ACTIVE_GROUP_ERRORS:
             raise GroupActiveError(
                 f"the target refused the alter, group is active: {describe_error(error)}"
@@ -405,6 +409,14 @@ def _committed(
         if tp.offset >= 0:
             committed[(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata or "")
     return committed
+
+
+def _forget(error: BaseException) -> None:
+    """Drop the traceback of an error a request's future holds (``future.result()`` raised it): it
+    holds the caller's frame, which holds the future (a cycle) and the AdminClient. A client kept
+    alive that way outlives the executor's drop of it after an unanswered request, and librdkafka
+    (#4605) aborts the process when the late answer comes (seen when a paused target came back)."""
+    error.__traceback__ = None
 
 
 def _remaining(deadline: float) -> float:
