@@ -96,13 +96,15 @@ def read_groups(admin: AdminClient, groups: Iterable[str], *, timeout_s: float) 
     if failures:
         first = failures[min(failures)]
         raise type(first)(*first.args)
-    return {
-        group: TargetGroup(
-            kafka_admin.NOT_FOUND
-            if description.state is None
-            else _STATE_NAMES.get(description.state, "Unknown"),
-            description.type.name.lower(),
-            description.members,
-        )
-        for group, description in described.items()
-    }
+    return {group: target_group(description) for group, description in described.items()}
+
+
+def target_group(description: kafka_admin.GroupDescription) -> TargetGroup:
+    """A group as the cluster described it, in Kafka's names (no committed offsets)."""
+    return TargetGroup(
+        kafka_admin.NOT_FOUND
+        if description.state is None
+        else _STATE_NAMES.get(description.state, "Unknown"),
+        description.type.name.lower(),
+        description.members,
+    )
