@@ -7,9 +7,9 @@ does not reject commits to a group with members.
 
 A worker takes a batch of groups (up to GROUPS_PER_BATCH, spread over the workers): their states in
 one describe, then their alters in flight together, then their read-backs. librdkafka sends one
-group per request either way; what the batch saves is a thread hand-off per request, the bulk of
-the client's CPU (10,000 groups of 4.6 partitions on 2 loaded cores: 11-13 s against 17-26 s a
-group at a time, benchmarks/README.md).
+group per request either way; what the batch saves is a thread hand-off per request, much of the
+client's CPU (10,000 groups of 4.6 partitions on 2 shared cores: 7.0-9.4 s against 10.7-11.2 s a
+group a worker, benchmarks/README.md).
 
 The run as a whole fails fast. When the target stops answering (a request times out, the
 transport fails), when the overall deadline passes, or when the process is asked to stop
