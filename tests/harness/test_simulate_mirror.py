@@ -247,3 +247,39 @@ def test_the_tracing_headers_method_never_skips_and_re_reads_no_more_than_offset
         assert by_syncs is not None and translated >= by_syncs, "no more re-reads than offset syncs"
         if owed is not None and owed.source_offset == request.upstream_offset:
             assert translated == owed.target_offset and result.translation.exact
+
+
+def test_many_groups_committed_and_checkpointed_in_batches_read_back_to_the_log_end(
+    source_bootstrap: str, target_bootstrap: str
+) -> None:
+    """The batched paths benchmarks build 10,000 groups with: every group's commit lands, and every
+    checkpoint of the poll is read back to the log end (Tansu's log end is right only when the last
+    batch holds one record)."""
+    token = uuid.uuid4().hex[:8]
+    topic = f"wide-{token}"
+    settings = MirrorSettings(
+        source_alias=f"src-{token}",
+        target_alias=f"tgt-{token}",
+        source_bootstrap=source_bootstrap,
+        target_bootstrap=target_bootstrap,
+    )
+    groups = [f"app-{token}-{n}" for n in range(40)]
+    with MirrorSimulator(settings) as simulator:
+        simulator.create_topic(topic, PARTITIONS)
+        simulator.produce(topic, 10)
+        simulator.replicate()
+        simulator.commit()
+        positions = {
+            group: {(topic, p): 1 + (index + p) % 9 for p in range(PARTITIONS)}
+            for index, group in enumerate(groups)
+        }
+        simulator.commit_source_groups(positions, in_flight=8)
+        emitted = simulator.emit_checkpoints(groups)
+    written = [
+        decode_checkpoint(record.key, record.value)
+        for record in consume_all(target_bootstrap, settings.checkpoints_topic)
+    ]
+    assert written == emitted
+    assert {(c.group, c.partition): c.upstream_offset for c in written} == {
+        (group, p): offset for group, offsets in positions.items() for (_, p), offset in offsets.items()
+    }

@@ -444,22 +444,25 @@ def test_failed_and_unverified_partitions_fail_the_run_and_a_rerun_converges(
     topic = filled_topic(target_bootstrap, unique_name("flaky"))
     refused, moved, fine = (unique_name(name) for name in ("refused-app", "moved-app", "fine-app"))
     harness.write_latest([Translation(group, topic, 5, minutes_ago(1)) for group in (refused, moved, fine)])
-    alter, read_back = kafka_admin.alter_committed_offsets, kafka_admin.list_committed_offsets
+    alter, read_back = kafka_admin.alter_committed_offsets_of_each, kafka_admin.list_committed_offsets_of_each
 
-    def refusing_one(admin: AdminClient, group: str, offsets: dict[TopicPartitionKey, CommittedOffset],
-                     **kw: Any) -> dict[TopicPartitionKey, str]:  # fmt: skip
-        if group != refused:
-            return alter(admin, group, offsets, **kw)
-        return {key: "alter failed: OFFSET_METADATA_TOO_LARGE: injected" for key in offsets}
+    def refusing_one(admin: AdminClient, offsets: dict[str, dict[TopicPartitionKey, CommittedOffset]],
+                     **kw: Any) -> dict[str, Any]:  # fmt: skip
+        answers = alter(admin, {group: keys for group, keys in offsets.items() if group != refused}, **kw)
+        if refused in offsets:  # never sent
+            answers[refused] = {
+                key: "alter failed: OFFSET_METADATA_TOO_LARGE: injected" for key in offsets[refused]
+            }
+        return answers
 
-    def moving_one(
-        admin: AdminClient, group: str, *args: Any, **kw: Any
-    ) -> dict[TopicPartitionKey, CommittedOffset]:
-        committed = read_back(admin, group, *args, **kw)
-        return {key: CommittedOffset(2) for key in committed} if group == moved else committed
+    def moving_one(admin: AdminClient, *args: Any, **kw: Any) -> dict[str, Any]:
+        answers = read_back(admin, *args, **kw)
+        if isinstance(committed := answers.get(moved), dict):
+            answers[moved] = {key: CommittedOffset(2) for key in committed}
+        return answers
 
-    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", refusing_one)
-    monkeypatch.setattr(kafka_admin, "list_committed_offsets", moving_one)
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets_of_each", refusing_one)
+    monkeypatch.setattr(kafka_admin, "list_committed_offsets_of_each", moving_one)
     failed = harness.run("apply")
     assert failed.exit_code == ApplyStatus.FAILED, failed
     assert f"2 partitions failed on {target_bootstrap}" in failed.stderr
@@ -479,8 +482,8 @@ def test_failed_and_unverified_partitions_fail_the_run_and_a_rerun_converges(
         moved: ("verify_failed", 5, 2, False),
         fine: ("applied", 5, 5, True),
     }
-    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", alter)
-    monkeypatch.setattr(kafka_admin, "list_committed_offsets", read_back)
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets_of_each", alter)
+    monkeypatch.setattr(kafka_admin, "list_committed_offsets_of_each", read_back)
 
     rerun = harness.run("apply")
     assert rerun.exit_code == ApplyStatus.OK, rerun
@@ -800,15 +803,15 @@ def test_the_source_groups_metadata_is_committed_unchanged_and_the_audit_refuses
         ]
     )
     sent: dict[str, dict[TopicPartitionKey, CommittedOffset]] = {}
-    alter = kafka_admin.alter_committed_offsets
+    alter = kafka_admin.alter_committed_offsets_of_each
 
     def recording(
-        admin: AdminClient, group: str, offsets: dict[TopicPartitionKey, CommittedOffset], **kw: Any
-    ) -> dict[TopicPartitionKey, str]:
-        sent[group] = dict(offsets)
-        return alter(admin, group, offsets, **kw)
+        admin: AdminClient, offsets: dict[str, dict[TopicPartitionKey, CommittedOffset]], **kw: Any
+    ) -> dict[str, Any]:
+        sent.update({group: dict(committed) for group, committed in offsets.items()})
+        return alter(admin, offsets, **kw)
 
-    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", recording)
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets_of_each", recording)
     applied = harness.run("apply")
     assert applied.exit_code == 0, applied
     # Byte for byte what the source group wrote; an empty string where gold has none, never ours.
@@ -923,7 +926,7 @@ def test_the_committed_metadata_reads_back_byte_for_byte(
 
 
 MANY_GROUPS = 300
-PAUSE_AFTER_GROUP = 30
+PAUSE_AFTER_GROUP = 100
 
 
 def stop_process(pid: int) -> None:
@@ -944,51 +947,54 @@ def test_a_target_that_stops_answering_mid_apply_costs_bounded_time_and_every_ro
     unique_name: Callable[[str], str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The broker is paused right after it answered one group's alter (in that worker, before the
-    read-back): the groups in flight then cost a request timeout, and no group starts after."""
+    """The broker is paused right after it answered one batch's alters (in that worker, before the
+    read-backs): the groups in flight then cost a request timeout, and no batch starts after."""
     bootstrap, broker = own_target_broker
     topic = filled_topic(bootstrap, unique_name("paused"))
     groups = sorted(f"{unique_name('paused-app')}-{index:03d}" for index in range(MANY_GROUPS))
     harness.write_latest([Translation(group, topic, 4, minutes_ago(1)) for group in groups])
     paused_after = groups[PAUSE_AFTER_GROUP]
-    real_alter, real_read_groups = kafka_admin.alter_committed_offsets, executor.read_groups
+    real_alter, real_describe = kafka_admin.alter_committed_offsets_of_each, kafka_admin.describe_groups
     started_after_pause: list[str] = []
     paused = threading.Event()
 
-    def alter_then_pause_at_one_group(admin: Any, group: str, *args: Any, **kwargs: Any) -> Any:
-        answer = real_alter(admin, group, *args, **kwargs)
-        if group == paused_after:
+    def alter_then_pause_at_one_batch(admin: Any, offsets: dict[str, Any], **kwargs: Any) -> Any:
+        answers = real_alter(admin, offsets, **kwargs)
+        if paused_after in offsets:
             stop_process(broker.pid)
             paused.set()
-        return answer
+        return answers
 
     def counting_starts(admin: Any, names: Sequence[str], **kwargs: Any) -> Any:
         if paused.is_set():
             started_after_pause.extend(names)
-        return real_read_groups(admin, names, **kwargs)
+        return real_describe(admin, names, **kwargs)
 
-    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", alter_then_pause_at_one_group)
-    monkeypatch.setattr(executor, "read_groups", counting_starts)
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets_of_each", alter_then_pause_at_one_batch)
+    monkeypatch.setattr(kafka_admin, "describe_groups", counting_starts)
+    batch = executor.GROUPS_PER_BATCH  # 300 groups over 2 workers: full batches
+    first_of_paused = PAUSE_AFTER_GROUP // batch * batch
     try:
         stopped = harness.run("apply", "--timeout", "5", "--concurrency", "2", bootstrap=bootstrap)
         assert paused.is_set(), stopped
         assert stopped.exit_code == ApplyStatus.FAILED, stopped
         assert "stopped early, the target stopped answering" in stopped.stderr, stopped
-        # Concurrency 2: at most the one group in flight beside the paused one started after the
+        # Concurrency 2: at most the one batch in flight beside the paused one started after the
         # pause, and none once a request went unanswered: never 300 timeouts.
-        assert len(started_after_pause) <= 1, started_after_pause
+        assert len(started_after_pause) <= batch, started_after_pause
         results = {
             row["consumer_group"]: row
             for row in harness.audit(f"run_id = '{stopped.run_id}' AND stage = 'result'")
         }
         assert sorted(results) == groups
-        assert results[paused_after]["outcome"] == "verify_failed", results[
-            paused_after
-        ]  # altered, not read back
-        after = groups[PAUSE_AFTER_GROUP + 2 :]
+        paused_batch = groups[first_of_paused : first_of_paused + batch]
+        # altered, not read back
+        assert {results[group]["outcome"] for group in paused_batch} == {"verify_failed"}, paused_batch
+        # Past the paused batch, the one beside it and one more that may have started before the pause.
+        after = groups[first_of_paused + 3 * batch :]
         assert {results[group]["outcome"] for group in after} == {"not_attempted"}
-        before = Counter(results[group]["outcome"] for group in groups[:PAUSE_AFTER_GROUP])
-        assert before["applied"] >= PAUSE_AFTER_GROUP - 1, before  # all but the one in flight beside
+        before = Counter(results[group]["outcome"] for group in groups[:first_of_paused])
+        assert before["applied"] >= first_of_paused - batch, before  # all but the batch beside
         assert all(row["error"] for row in results.values() if row["outcome"] != "applied")
     finally:
         os.kill(broker.pid, signal.SIGCONT)
@@ -1017,18 +1023,18 @@ from offsetlake.local.home import LocalHome
 warehouse, schema, hold_group, held_file, *argv = sys.argv[1:]
 local = LocalHome.resolve()
 stores.gold_store_for = lambda request, home: LocalGoldStore(local, schema, warehouse=Path(warehouse))
-real_alter = kafka_admin.alter_committed_offsets
+real_alter = kafka_admin.alter_committed_offsets_of_each
 
 returned = threading.Event()
 
-def alter_then_hold(admin, group, *args, **kwargs):
-    answer = real_alter(admin, group, *args, **kwargs)
-    if group == hold_group:
+def alter_then_hold(admin, offsets, *args, **kwargs):
+    answer = real_alter(admin, offsets, *args, **kwargs)
+    if hold_group in offsets:
         Path(held_file).touch()
         returned.wait()
     return answer
 
-kafka_admin.alter_committed_offsets = alter_then_hold
+kafka_admin.alter_committed_offsets_of_each = alter_then_hold
 try:
     code = main(argv)
 finally:
@@ -1037,7 +1043,7 @@ sys.exit(code)
 """
 CHILD_WITHIN_S = 300.0
 """Bounds a hung child on a loaded 2-core machine (it starts no JVM: seconds when idle)."""
-HELD_AT = 10
+HELD_AT = 40
 
 
 def test_sigterm_during_apply_records_a_result_for_every_planned_row(
@@ -1060,7 +1066,7 @@ def test_sigterm_during_apply_records_a_result_for_every_planned_row(
         while not held.exists():
             assert child.poll() is None, err.read_text()
             time.sleep(0.05)
-        child.send_signal(signal.SIGTERM)  # while the eleventh group's alter is held in its worker
+        child.send_signal(signal.SIGTERM)  # while the second batch's alters are held in its worker
         exit_code = child.wait(timeout=CHILD_WITHIN_S)
     finally:
         if child.poll() is None:
@@ -1076,10 +1082,12 @@ def test_sigterm_during_apply_records_a_result_for_every_planned_row(
         for row in harness.audit(f"run_id = '{match.group(1)}' AND stage = 'result'")
     }
     assert sorted(results) == groups
-    # Concurrency 1: the groups before the held one applied, the held one sent and never answered
-    # to the run, none after it attempted.
+    # Concurrency 1: the batches before the held one applied, the held batch sent and never
+    # answered to the run, none after it attempted.
+    batch = executor.GROUPS_PER_BATCH
+    held_from = HELD_AT // batch * batch
     assert [results[group] for group in groups] == (
-        ["applied"] * HELD_AT + ["unknown"] + ["not_attempted"] * (len(groups) - HELD_AT - 1)
+        ["applied"] * held_from + ["unknown"] * batch + ["not_attempted"] * (len(groups) - held_from - batch)
     )
 
     rerun = harness.run("apply")

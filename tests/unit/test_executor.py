@@ -103,19 +103,57 @@ def list_committed_offsets(
     return {key: offset for key, offset in committed.items() if partitions is None or key in set(partitions)}
 
 
+def alter_committed_offsets_of_each(
+    admin: FakeClient, offsets: Mapping[str, Mapping[TopicPartitionKey, CommittedOffset]], *, timeout_s: float
+) -> dict[str, dict[TopicPartitionKey, str] | KafkaAdminError]:
+    answers: dict[str, dict[TopicPartitionKey, str] | KafkaAdminError] = {}
+    for group, committed in offsets.items():
+        try:
+            answers[group] = alter_committed_offsets(admin, group, committed, timeout_s=timeout_s)
+        except KafkaAdminError as error:
+            answers[group] = error
+    return answers
+
+
+def list_committed_offsets_of_each(
+    admin: FakeClient, partitions: Mapping[str, Iterable[TopicPartitionKey]], *, timeout_s: float
+) -> dict[str, dict[TopicPartitionKey, CommittedOffset] | KafkaAdminError]:
+    answers: dict[str, dict[TopicPartitionKey, CommittedOffset] | KafkaAdminError] = {}
+    for group, keys in partitions.items():
+        try:
+            answers[group] = list_committed_offsets(admin, group, keys, timeout_s=timeout_s)
+        except KafkaAdminError as error:
+            answers[group] = error
+    return answers
+
+
 @pytest.fixture(autouse=True)
 def faked_admin_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kafka_admin, "describe_groups", describe_groups)
-    monkeypatch.setattr(kafka_admin, "alter_committed_offsets", alter_committed_offsets)
-    monkeypatch.setattr(kafka_admin, "list_committed_offsets", list_committed_offsets)
+    monkeypatch.setattr(kafka_admin, "alter_committed_offsets_of_each", alter_committed_offsets_of_each)
+    monkeypatch.setattr(kafka_admin, "list_committed_offsets_of_each", list_committed_offsets_of_each)
+
+
+@pytest.fixture(params=[1, 32], ids=["a-group-a-batch", "batches"])
+def groups_per_batch(request: pytest.FixtureRequest) -> int:
+    """Every outcome is the same whether a worker takes one group or a batch of them."""
+    return int(request.param)
 
 
 def row(group: str, partition: int = 0, planned: int = 40) -> PlanRow:
     return PlanRow("us-east", group, "orders", partition, planned, planned, 30, Action.APPLY, "why", NOW)
 
 
-def execute(target: FakeTarget, *plan: PlanRow, concurrency: int = 2) -> Execution:
-    return execute_plan(target.new_client, plan, timeout_s=1.0, concurrency=concurrency)  # type: ignore[arg-type]
+def execute(
+    target: FakeTarget, *plan: PlanRow, concurrency: int = 2, groups_per_batch: int = 32
+) -> Execution:
+    return execute_plan(
+        target.new_client,  # type: ignore[arg-type]
+        plan,
+        timeout_s=1.0,
+        concurrency=concurrency,
+        groups_per_batch=groups_per_batch,
+    )
 
 
 def outcomes(execution: Execution) -> list[tuple[str, int, Outcome, str | None]]:
@@ -132,10 +170,12 @@ def outcomes(execution: Execution) -> list[tuple[str, int, Outcome, str | None]]
     ],
 )
 def test_a_group_that_became_active_between_plan_and_alter_is_skipped_unaltered(
-    state: ConsumerGroupState, members: int, became: str
+    state: ConsumerGroupState, members: int, became: str, groups_per_batch: int
 ) -> None:
     target = FakeTarget({"idle": FakeGroup(), "joined": FakeGroup(state=state, members=members)})
-    execution = execute(target, row("idle"), row("joined"), row("joined", 1))
+    execution = execute(
+        target, row("idle"), row("joined"), row("joined", 1), groups_per_batch=groups_per_batch
+    )
     assert [(group, partition, outcome) for group, partition, outcome, _ in outcomes(execution)] == [
         ("idle", 0, Outcome.APPLIED),
         ("joined", 0, Outcome.SKIPPED_ACTIVE_GROUP),
@@ -146,15 +186,15 @@ def test_a_group_that_became_active_between_plan_and_alter_is_skipped_unaltered(
     assert execution.stopped_because is None
 
 
-def test_a_group_the_broker_refuses_as_active_is_skipped() -> None:
+def test_a_group_the_broker_refuses_as_active_is_skipped(groups_per_batch: int) -> None:
     refused = GroupActiveError("the target refused the alter, group is active: UNKNOWN_MEMBER_ID")
     target = FakeTarget({"raced": FakeGroup(alter_error=refused)})
-    assert outcomes(execute(target, row("raced"))) == [
+    assert outcomes(execute(target, row("raced"), groups_per_batch=groups_per_batch)) == [
         ("raced", 0, Outcome.SKIPPED_ACTIVE_GROUP, str(refused))
     ]
 
 
-def test_failed_outcomes_are_recorded_per_group_and_never_stop_the_others() -> None:
+def test_failed_outcomes_are_recorded_per_group_and_never_stop_the_others(groups_per_batch: int) -> None:
     target = FakeTarget(
         {
             "unreadable": FakeGroup(describe_error=KafkaAdminError("cannot describe group unreadable: AUTH")),
@@ -163,7 +203,11 @@ def test_failed_outcomes_are_recorded_per_group_and_never_stop_the_others() -> N
             "fine": FakeGroup(),
         }
     )
-    execution = execute(target, row("unreadable"), row("refused"), row("half"), row("half", 1), row("fine"))
+    execution = execute(
+        target,
+        *(row("unreadable"), row("refused"), row("half"), row("half", 1), row("fine")),
+        groups_per_batch=groups_per_batch,
+    )
     assert outcomes(execution) == [
         ("unreadable", 0, Outcome.FAILED, "group state read failed: cannot describe group unreadable: AUTH"),
         ("refused", 0, Outcome.FAILED, "alter failed: altering group refused: NOT_AUTHORIZED"),
@@ -174,7 +218,7 @@ def test_failed_outcomes_are_recorded_per_group_and_never_stop_the_others() -> N
     assert execution.stopped_because is None
 
 
-def test_an_offset_that_reads_back_differently_or_not_at_all_is_verify_failed() -> None:
+def test_an_offset_that_reads_back_differently_or_not_at_all_is_verify_failed(groups_per_batch: int) -> None:
     target = FakeTarget(
         {
             # Another committer moved partition 0 right after the alter; partition 1 reads back nothing.
@@ -188,7 +232,11 @@ def test_an_offset_that_reads_back_differently_or_not_at_all_is_verify_failed() 
             ),
         }
     )
-    execution = execute(target, row("moved"), row("moved", 1), row("unread"), row("half"), row("half", 1))
+    execution = execute(
+        target,
+        *(row("moved"), row("moved", 1), row("unread"), row("half"), row("half", 1)),
+        groups_per_batch=groups_per_batch,
+    )
     assert outcomes(execution) == [
         ("moved", 0, Outcome.VERIFY_FAILED, "read back 7 after setting 40"),
         ("moved", 1, Outcome.VERIFY_FAILED, "read back None after setting 40"),
@@ -203,10 +251,14 @@ def test_an_offset_that_reads_back_differently_or_not_at_all_is_verify_failed() 
     assert execution.stopped_because is None
 
 
-def test_a_target_that_stops_answering_stops_the_run_and_its_client_is_dropped() -> None:
+def test_a_target_that_stops_answering_stops_the_run_and_its_client_is_dropped(
+    groups_per_batch: int,
+) -> None:
     silent = ClusterUnresponsiveError("cannot describe group a: timed out")
     target = FakeTarget({"a": FakeGroup(describe_error=silent), "b": FakeGroup(), "c": FakeGroup()})
-    execution = execute(target, row("a"), row("b"), row("c"), concurrency=1)
+    execution = execute(
+        target, row("a"), row("b"), row("c"), concurrency=1, groups_per_batch=groups_per_batch
+    )
     assert outcomes(execution) == [
         ("a", 0, Outcome.NOT_ATTEMPTED, f"not attempted: {silent}"),
         ("b", 0, Outcome.NOT_ATTEMPTED, f"not attempted: the target stopped answering ({silent})"),
@@ -217,17 +269,19 @@ def test_a_target_that_stops_answering_stops_the_run_and_its_client_is_dropped()
     assert dropped.flushes == 1  # its log lines were handed over when it was dropped
 
 
-def test_an_alter_left_unanswered_is_unknown() -> None:
+def test_an_alter_left_unanswered_is_unknown(groups_per_batch: int) -> None:
     silent = ClusterUnresponsiveError("altering group a: timed out")
     target = FakeTarget({"a": FakeGroup(alter_error=silent)})
-    assert outcomes(execute(target, row("a"))) == [
+    assert outcomes(execute(target, row("a"), groups_per_batch=groups_per_batch)) == [
         ("a", 0, Outcome.UNKNOWN, f"alter sent, no answer: {silent}")
     ]
 
 
-def test_every_client_the_run_kept_has_its_logs_flushed_at_the_end() -> None:
+def test_every_client_the_run_kept_has_its_logs_flushed_at_the_end(groups_per_batch: int) -> None:
     target = FakeTarget({group: FakeGroup() for group in "abcdef"})
-    execution = execute(target, *(row(group) for group in "abcdef"), concurrency=3)
+    execution = execute(
+        target, *(row(group) for group in "abcdef"), concurrency=3, groups_per_batch=groups_per_batch
+    )
     assert {result.outcome for result in execution.results} == {Outcome.APPLIED}
     assert 1 <= len(target.clients) <= 3  # one per worker thread
     assert [client.flushes for client in target.clients] == [1] * len(target.clients)
@@ -270,6 +324,7 @@ def test_no_group_starts_after_the_deadline_passed_during_the_one_before(
         concurrency=1,
         deadline=deadline,
         clock=clock,  # type: ignore[arg-type]
+        groups_per_batch=1,
     )
     assert described == ["a", "b"]
     assert target.altered == ["a", "b"]
@@ -320,3 +375,58 @@ def test_a_deadline_passing_during_the_last_group_stops_nothing(monkeypatch: pyt
     )
     assert outcomes(execution) == [("only", 0, Outcome.APPLIED, None)]
     assert execution.stopped_because is None
+
+
+def test_a_batch_is_described_in_one_request_and_no_batch_starts_after_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two groups a batch on one worker: the deadline passes while a and b are described; both are
+    still applied, c, d and e never start."""
+    clock = SteppedClock()
+    deadline = clock.now + 60
+    described: list[list[str]] = []
+
+    def describe_then_pass_the_deadline(
+        admin: FakeClient, groups: Iterable[str], *, timeout_s: float
+    ) -> tuple[dict[str, kafka_admin.GroupDescription], dict[str, KafkaAdminError]]:
+        described.append(list(groups))
+        clock.now = deadline + 1
+        return describe_groups(admin, groups, timeout_s=timeout_s)
+
+    monkeypatch.setattr(kafka_admin, "describe_groups", describe_then_pass_the_deadline)
+    target = FakeTarget({group: FakeGroup() for group in "abcde"})
+    execution = execute_plan(
+        target.new_client,  # type: ignore[arg-type]
+        [row(group) for group in "abcde"],
+        timeout_s=1.0,
+        concurrency=1,
+        deadline=deadline,
+        clock=clock,
+        groups_per_batch=2,
+    )
+    assert described == [["a", "b"]]
+    late = "not attempted: the overall deadline passed"
+    assert outcomes(execution) == [
+        ("a", 0, Outcome.APPLIED, None),
+        ("b", 0, Outcome.APPLIED, None),
+        ("c", 0, Outcome.NOT_ATTEMPTED, late),
+        ("d", 0, Outcome.NOT_ATTEMPTED, late),
+        ("e", 0, Outcome.NOT_ATTEMPTED, late),
+    ]
+
+
+def test_an_unanswered_alter_in_a_batch_stops_the_run_before_the_read_backs() -> None:
+    """b's alter was answered, a's was not: the run stops, so b is not read back (not verified),
+    and its client is dropped."""
+    silent = ClusterUnresponsiveError("altering group a: timed out")
+    target = FakeTarget({"a": FakeGroup(alter_error=silent), "b": FakeGroup(), "c": FakeGroup()})
+    execution = execute(target, row("a"), row("b"), row("c"), concurrency=1, groups_per_batch=2)
+    assert outcomes(execution) == [
+        ("a", 0, Outcome.UNKNOWN, f"alter sent, no answer: {silent}"),
+        ("b", 0, Outcome.VERIFY_FAILED, "altered, not verified: the run was stopping"),
+        ("c", 0, Outcome.NOT_ATTEMPTED, f"not attempted: the target stopped answering ({silent})"),
+    ]
+    assert execution.stopped_because == f"the target stopped answering ({silent})"
+    assert target.altered == ["a", "b"]
+    (dropped,) = target.clients
+    assert dropped.flushes == 1

@@ -86,17 +86,25 @@ def read_target_state(
 
 def read_groups(admin: AdminClient, groups: Iterable[str], *, timeout_s: float) -> dict[str, TargetGroup]:
     """Every group's state, type and member count (no committed offsets); raises the first group's
-    error if any failed."""
+    error if any failed.
+
+    Raised as a copy: raising the error ``failures`` holds would tie it, its traceback and this
+    frame (``admin``) in a cycle, and keep the client alive until the garbage collector runs; the
+    executor drops a client whose request went unanswered so that no late answer reaches it
+    (librdkafka issue #4605 aborts the process: seen when a paused target came back)."""
     described, failures = kafka_admin.describe_groups(admin, groups, timeout_s=timeout_s)
     if failures:
-        raise failures[min(failures)]
-    return {
-        group: TargetGroup(
-            kafka_admin.NOT_FOUND
-            if description.state is None
-            else _STATE_NAMES.get(description.state, "Unknown"),
-            description.type.name.lower(),
-            description.members,
-        )
-        for group, description in described.items()
-    }
+        first = failures[min(failures)]
+        raise type(first)(*first.args)
+    return {group: target_group(description) for group, description in described.items()}
+
+
+def target_group(description: kafka_admin.GroupDescription) -> TargetGroup:
+    """A group as the cluster described it, in Kafka's names (no committed offsets)."""
+    return TargetGroup(
+        kafka_admin.NOT_FOUND
+        if description.state is None
+        else _STATE_NAMES.get(description.state, "Unknown"),
+        description.type.name.lower(),
+        description.members,
+    )

@@ -214,6 +214,7 @@ def describe_groups(
                 len(description.members or []),
             )
         except KafkaException as error:
+            _forget(error)  # held by the future: its traceback would hold this frame and the client
             if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
                 described[group] = GroupDescription(None, ConsumerGroupType.UNKNOWN, 0)
             else:
@@ -239,13 +240,39 @@ def list_committed_offsets(
     timeout_s: float,
 ) -> dict[TopicPartitionKey, CommittedOffset]:
     """The group's committed offsets (of ``partitions``, or all); partitions without one are left out."""
+    return _listed(group, _submit_list(admin, group, partitions, timeout_s), timeout_s)
+
+
+def list_committed_offsets_of_each(
+    admin: AdminClient, partitions: Mapping[str, Iterable[TopicPartitionKey]], *, timeout_s: float
+) -> dict[str, dict[TopicPartitionKey, CommittedOffset] | KafkaAdminError]:
+    """:func:`list_committed_offsets` of each group's ``partitions``, every request in flight at once
+    (librdkafka takes one group per request): each group's offsets, or its error."""
+    futures = {group: _submit_list(admin, group, keys, timeout_s) for group, keys in partitions.items()}
+    deadline = time.monotonic() + timeout_s
+    answers: dict[str, dict[TopicPartitionKey, CommittedOffset] | KafkaAdminError] = {}
+    for group, future in futures.items():
+        try:
+            answers[group] = _listed(group, future, _remaining(deadline))
+        except KafkaAdminError as error:
+            answers[group] = _unraised(error)
+    return answers
+
+
+def _submit_list(
+    admin: AdminClient, group: str, partitions: Iterable[TopicPartitionKey] | None, timeout_s: float
+) -> Future[Any]:
     request = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
-    future = admin.list_consumer_group_offsets(
+    return admin.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(group, request)], request_timeout=timeout_s
     )[group]
+
+
+def _listed(group: str, future: Future[Any], timeout_s: float) -> dict[TopicPartitionKey, CommittedOffset]:
     try:
         answer = future.result(timeout=timeout_s)
     except (KafkaException, TimeoutError) as error:
+        _forget(error)  # held by the future: its traceback would hold this frame and the client
         raise admin_error(error, f"cannot read committed offsets of group {group}") from error
     return _committed(group, answer.topic_partitions or [])
 
@@ -298,6 +325,7 @@ def list_committed_offsets_of_groups(
             except KafkaAdminError as error:
                 failures[group] = str(error)
             except (KafkaException, TimeoutError) as error:
+                _forget(error)  # held by the future: its traceback would hold this frame and the client
                 failures[group] = f"listing committed offsets failed: {describe_error(error)}"
             submit_next()
     return offsets, failures
@@ -366,16 +394,54 @@ def alter_committed_offsets(
     Raises GroupActiveError when the broker refuses because the group has members (Apache Kafka
     reports that per partition, not per request), KafkaAdminError when the request failed.
     """
+    return _altered(group, _submit_alter(admin, group, offsets, timeout_s), timeout_s)
+
+
+def alter_committed_offsets_of_each(
+    admin: AdminClient,
+    offsets: Mapping[str, Mapping[TopicPartitionKey, CommittedOffset]],
+    *,
+    timeout_s: float,
+) -> dict[str, dict[TopicPartitionKey, str] | KafkaAdminError]:
+    """:func:`alter_committed_offsets` of each group, every request in flight at once (librdkafka takes
+    one group per request): each group's per-partition errors, or its error (GroupActiveError, ...)."""
+    futures = {
+        group: _submit_alter(admin, group, committed, timeout_s) for group, committed in offsets.items()
+    }
+    deadline = time.monotonic() + timeout_s
+    answers: dict[str, dict[TopicPartitionKey, str] | KafkaAdminError] = {}
+    for group, future in futures.items():
+        try:
+            answers[group] = _altered(group, future, _remaining(deadline))
+        except KafkaAdminError as error:
+            answers[group] = _unraised(error)
+    return answers
+
+
+def _unraised(error: KafkaAdminError) -> KafkaAdminError:
+    """The error as a value, without the traceback it was raised with: its frames hold the client,
+    and a client kept alive after its requests timed out aborts the process when the late answers
+    come (librdkafka issue #4605; offsetlake.apply.executor drops such clients)."""
+    return type(error)(*error.args)
+
+
+def _submit_alter(
+    admin: AdminClient, group: str, offsets: Mapping[TopicPartitionKey, CommittedOffset], timeout_s: float
+) -> Future[Any]:
     request = [
         TopicPartition(topic, partition, committed.offset, metadata=committed.metadata)
         for (topic, partition), committed in offsets.items()
     ]
-    future = admin.alter_consumer_group_offsets(
+    return admin.alter_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(group, request)], request_timeout=timeout_s
     )[group]
+
+
+def _altered(group: str, future: Future[Any], timeout_s: float) -> dict[TopicPartitionKey, str]:
     try:
         answer = future.result(timeout=timeout_s)
     except (KafkaException, TimeoutError) as error:
+        _forget(error)  # held by the future: its traceback would hold this frame and the client
         if isinstance(error, KafkaException) and error_code(error) in ACTIVE_GROUP_ERRORS:
             raise GroupActiveError(
                 f"the target refused the alter, group is active: {describe_error(error)}"
@@ -405,6 +471,14 @@ def _committed(
         if tp.offset >= 0:
             committed[(tp.topic, tp.partition)] = CommittedOffset(tp.offset, tp.metadata or "")
     return committed
+
+
+def _forget(error: BaseException) -> None:
+    """Drop the traceback of an error a request's future holds (``future.result()`` raised it): it
+    holds the caller's frame, which holds the future (a cycle) and the AdminClient. A client kept
+    alive that way outlives the executor's drop of it after an unanswered request, and librdkafka
+    (#4605) aborts the process when the late answer comes (seen when a paused target came back)."""
+    error.__traceback__ = None
 
 
 def _remaining(deadline: float) -> float:

@@ -32,16 +32,18 @@ Target offsets diverge from source offsets for the reasons they do in production
 
 The ground truth (every record's target offset) is kept in :attr:`MirrorSimulator.ground_truth`.
 All produce calls send one record per batch: Tansu quirk, ListOffsets "latest" is wrong for a
-partition whose last batch holds several records, and the pipeline and apply read log ends.
+partition whose last batch holds several records, and the pipeline and apply read log ends. The
+checkpoints of one poll (46,000 at 10,000 groups) are batched but for the last record, alone.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from confluent_kafka import (
     Consumer,
@@ -194,6 +196,10 @@ class MirrorSimulator:
                 **_ONE_RECORD_PER_BATCH,
             }
         )
+        # MM2's checkpoint task writes a poll's checkpoints in batches (10,000 groups: 46,000 records).
+        self._checkpoint_producer = Producer(
+            {"bootstrap.servers": settings.target_bootstrap, "enable.idempotence": True, "linger.ms": 5}
+        )
         # Connect's offset producer is a Java producer with the default (murmur2) partitioner.
         self._connect_producer = Producer(
             {
@@ -230,6 +236,7 @@ class MirrorSimulator:
         for producer in (
             self._source_producer,
             self._target_producer,
+            self._checkpoint_producer,
             self._connect_producer,
             self._transactional_producer,
         ):
@@ -336,6 +343,36 @@ class MirrorSimulator:
         future = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)])
         result = future[group].result(timeout=TIMEOUT_S)
         _raise_partition_errors(f"committing {group} on the source", result.topic_partitions)
+
+    def commit_source_groups(
+        self, offsets: Mapping[str, Mapping[tuple[str, int], int]], *, in_flight: int = 256
+    ) -> None:
+        """:meth:`commit_source_group` for many groups at once (benchmarks build 10,000 of them): one
+        client, up to ``in_flight`` requests pipelined (librdkafka takes one group per request)."""
+        admin = AdminClient({"bootstrap.servers": self.settings.source_bootstrap})  # see above
+        queued = iter(offsets.items())
+        pending: dict[Future[Any], str] = {}
+
+        def submit_next() -> None:
+            item = next(queued, None)
+            if item is not None:
+                group, positions = item
+                partitions = [TopicPartition(t, p, offset) for (t, p), offset in positions.items()]
+                (future,) = admin.alter_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group, partitions)], request_timeout=TIMEOUT_S
+                ).values()
+                pending[future] = group
+
+        for _ in range(in_flight):
+            submit_next()
+        while pending:
+            done, _ = wait(pending, timeout=TIMEOUT_S, return_when=FIRST_COMPLETED)
+            if not done:
+                raise SimulationError(f"committing {len(pending)} groups on the source timed out")
+            for future in done:
+                group = pending.pop(future)
+                _raise_partition_errors(f"committing {group} on the source", future.result().topic_partitions)
+                submit_next()
 
     def source_log_end(self, topic: str, partition: int) -> int:
         """One past the last offset the simulator produced (including a trailing commit marker)."""
@@ -522,18 +559,27 @@ class MirrorSimulator:
     def emit_checkpoints(self, groups: Iterable[str]) -> list[Checkpoint]:
         """One checkpoint-task poll: read each group's source offsets, write the checkpoints due."""
         emitted: list[Checkpoint] = []
-        for group in groups:
-            if not self._checkpoint_emitter.replicates_group(group):
-                continue
+        listed = self._source_groups_offsets(
+            [group for group in groups if self._checkpoint_emitter.replicates_group(group)]
+        )
+        records: list[tuple[bytes, bytes, int]] = []
+        for group, committed in listed.items():
             listed_at_ms = int(time.time() * 1000)
-            committed = self._source_group_offsets(group)
             for checkpoint in self._checkpoint_emitter.checkpoints_for_group(group, committed):
                 key, value = encode_checkpoint(checkpoint)
-                self._target_producer.produce(
+                records.append((key, value, listed_at_ms))
+                emitted.append(checkpoint)
+        # Batched, all but the last record, which goes alone (Tansu's log end: see the module).
+        for producer, batch in (
+            (self._checkpoint_producer, records[:-1]),
+            (self._target_producer, records[-1:]),
+        ):
+            for key, value, listed_at_ms in batch:
+                producer.produce(
                     self.settings.checkpoints_topic, key=key, value=value, partition=0, timestamp=listed_at_ms
                 )
-                emitted.append(checkpoint)
-        _flush(self._target_producer, self.settings.checkpoints_topic)
+                producer.poll(0)  # serve delivery reports: the queue stays bounded
+            _flush(producer, self.settings.checkpoints_topic)
         self.checkpoints.extend(emitted)
         return emitted
 
@@ -632,9 +678,17 @@ class MirrorSimulator:
                 f"fewer than mapping_partitions={self.settings.mapping_partitions}"
             )
 
-    def _source_group_offsets(self, group: str) -> dict[tuple[str, int], CommittedOffset]:
+    def _source_groups_offsets(self, groups: list[str]) -> dict[str, dict[tuple[str, int], CommittedOffset]]:
+        """Each group's committed offsets on the source, in ``groups``' order, the requests pipelined
+        on one client (MM2's checkpoint task lists them one group at a time; the answers are the same)."""
         admin = AdminClient({"bootstrap.servers": self.settings.source_bootstrap})  # see commit_source_group
-        return kafka_admin.list_committed_offsets(admin, group, timeout_s=TIMEOUT_S)
+        found, failures = kafka_admin.list_committed_offsets_of_groups(
+            admin, groups, timeout_s=TIMEOUT_S, max_in_flight=256
+        )
+        if failures:
+            group, error = next(iter(failures.items()))
+            raise SimulationError(f"reading {len(failures)} source groups' offsets failed, {group}: {error}")
+        return {group: found[group] for group in groups}
 
     def _create_internal_topics(self) -> None:
         """MM2's internal topics (and the K2K mapping topic, when mappings are written)."""
