@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import (
     ConsumerGroupState,
@@ -29,6 +29,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 from offsetlake.errors import ExternalError
 from offsetlake.kafka import clients
 from offsetlake.mirror.positions import CommittedOffset, LogBounds, TopicPartitionKey
+
+_Answer = TypeVar("_Answer")
 
 # What Apache Kafka answers when an admin commit meets a group that has members (classic and
 # KIP-848 consumer groups): the group is active, not broken.
@@ -249,14 +251,7 @@ def list_committed_offsets_of_each(
     """:func:`list_committed_offsets` of each group's ``partitions``, every request in flight at once
     (librdkafka takes one group per request): each group's offsets, or its error."""
     futures = {group: _submit_list(admin, group, keys, timeout_s) for group, keys in partitions.items()}
-    deadline = time.monotonic() + timeout_s
-    answers: dict[str, dict[TopicPartitionKey, CommittedOffset] | KafkaAdminError] = {}
-    for group, future in futures.items():
-        try:
-            answers[group] = _listed(group, future, _remaining(deadline))
-        except KafkaAdminError as error:
-            answers[group] = _unraised(error)
-    return answers
+    return _each_answer(futures, _listed, timeout_s)
 
 
 def _submit_list(
@@ -408,11 +403,21 @@ def alter_committed_offsets_of_each(
     futures = {
         group: _submit_alter(admin, group, committed, timeout_s) for group, committed in offsets.items()
     }
+    return _each_answer(futures, _altered, timeout_s)
+
+
+def _each_answer(
+    futures: Mapping[str, Future[Any]],
+    answer: Callable[[str, Future[Any], float], _Answer],
+    timeout_s: float,
+) -> dict[str, _Answer | KafkaAdminError]:
+    """Each group's ``answer`` from its request in flight, all within one ``timeout_s``: its result,
+    or its error (freed of its traceback, so no cycle keeps the client alive)."""
     deadline = time.monotonic() + timeout_s
-    answers: dict[str, dict[TopicPartitionKey, str] | KafkaAdminError] = {}
+    answers: dict[str, _Answer | KafkaAdminError] = {}
     for group, future in futures.items():
         try:
-            answers[group] = _altered(group, future, _remaining(deadline))
+            answers[group] = answer(group, future, _remaining(deadline))
         except KafkaAdminError as error:
             answers[group] = _unraised(error)
     return answers
