@@ -366,10 +366,10 @@ def test_the_failovers_refresh_follows_the_graph_the_targets_variables_declare()
             "bronze_mappings",
             "decoded_mappings",
             "silver_mappings",
-            "latest_group_offsets",
             "k2k_mapping_conflicts",
             "k2k_tracing_lookups",
         }
+        assert "latest_group_offsets" in plain["refresh_selection"]  # the partitions to place
 
 
 def test_a_target_that_changes_the_python_defined_job_is_refused(tmp_path: Path) -> None:

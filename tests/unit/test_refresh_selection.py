@@ -72,21 +72,27 @@ def test_mapping_tables_are_selected_only_when_the_graph_declares_them() -> None
         "bronze_mappings",
         "decoded_mappings",
         "silver_mappings",
-        "latest_group_offsets",
         "k2k_mapping_conflicts",
     }
 
 
-def test_tracing_lookups_and_the_snapshots_the_search_reads_are_selected_only_with_a_k2k_route() -> None:
+def test_the_snapshots_the_apply_places_from_are_refreshed_with_or_without_k2k() -> None:
+    """The partitions each group committed (latest_group_offsets, apply/placement.py) come from the
+    snapshot the refresh takes: without a K2K route it once held the last full update's, so a
+    partition a group committed since was unknown to the failover."""
+    for conf in ({}, {"offsetlake.k2k.tracing.topics": "primary={topic}"}):
+        selected = set(failover_refresh_selection(settings(**conf)))
+        assert {LATEST_GROUP_OFFSETS.name, "silver_group_offsets", "bronze_group_offsets"} <= selected
+
+
+def test_tracing_lookups_are_selected_only_with_a_k2k_route() -> None:
     """Issue 46: the failover's K2K search reads latest_group_offsets; outside the selection it held
     the snapshot of the update before (73) while the lookups translated the newer one (43)."""
     with_tracing = failover_refresh_selection(
         settings(**{"offsetlake.k2k.tracing.topics": "primary={topic}"})
     )
-    assert set(with_tracing) - set(failover_refresh_selection(settings())) == {
-        "k2k_tracing_lookups",
-        LATEST_GROUP_OFFSETS.name,
-    }
+    assert set(with_tracing) - set(failover_refresh_selection(settings())) == {"k2k_tracing_lookups"}
+    assert LATEST_GROUP_OFFSETS.name in with_tracing
     assert {"bronze_group_offsets", "silver_group_offsets"} <= set(with_tracing)
 
 

@@ -1,5 +1,6 @@
 """The datasets a failover refreshes: everything ``latest_offsets`` is computed from, the health rows,
-and, with K2K's tracing headers routed, ``latest_group_offsets`` (what the failover's search reads).
+and ``latest_group_offsets``: the partitions each source group committed, which the apply must place
+(apply/placement.py) and K2K's tracing search reads.
 
 A failover needs the newest translations and each cluster's reachability, nothing else. The engine's
 refresh selection (``spark-pipelines run --refresh``, the Pipelines API's ``refresh_selection``)
@@ -43,6 +44,11 @@ from offsetlake.contract.tables import (
 
 _REFRESHED_FOR: tuple[TableSpec, ...] = (
     LATEST_OFFSETS,
+    # The partitions each group committed, newest snapshot: every one is placed or the run is
+    # INCOMPLETE (apply/placement.py), so a snapshot older than the refresh could leave one unknown.
+    # K2K's tracing search reads it too: stale, it searched the snapshot before (73) where the
+    # lookups had translated the newer one (43).
+    LATEST_GROUP_OFFSETS,
     # The apply refuses what this flags, so it must be as fresh as the translations it flags.
     K2K_MAPPING_CONFLICTS,
     CLUSTER_HEALTH,
@@ -66,17 +72,12 @@ def lineage(specs: Iterable[TableSpec], declared: Collection[str]) -> frozenset[
     return frozenset(found)
 
 
-_REFRESHED_FOR_TRACING: tuple[TableSpec, ...] = (LATEST_GROUP_OFFSETS,)
-"""What the failover's K2K search reads (apply/k2k_search.py: each selected group's newest
-snapshot): as fresh as the lookups in latest_offsets, or a stale snapshot is searched again."""
-
-
 def failover_refresh_selection(settings: PipelineSettings) -> tuple[str, ...]:
     """The dataset names to refresh before a failover, in table order: what the failover reads and
     every table of the graph ``settings`` declare that it is computed from (the specs' inputs)."""
     declared = declared_tables(settings)
-    read = _REFRESHED_FOR + (_REFRESHED_FOR_TRACING if settings.k2k_tracing_routes else ())
-    selected = lineage(read, declared) | {spec.name for spec in _REFRESHED_BESIDE if spec.name in declared}
+    beside = {spec.name for spec in _REFRESHED_BESIDE if spec.name in declared}
+    selected = lineage(_REFRESHED_FOR, declared) | beside
     return tuple(spec.name for spec in ALL_TABLES if spec.name in selected)
 
 
