@@ -7,6 +7,8 @@ Reading the source cluster (group snapshots), reading the target (planning), alt
 
 from __future__ import annotations
 
+import functools
+import itertools
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -44,6 +46,9 @@ ACTIVE_GROUP_ERRORS = frozenset(
         KafkaError.STALE_MEMBER_EPOCH,
     }
 )
+# Groups a DescribeConsumerGroups request asks for, and such requests in flight at once.
+DESCRIBE_CHUNK = 256
+DESCRIBES_IN_FLIGHT = 4
 NOT_FOUND = "NotFound"
 """State of a group the cluster does not know (GROUP_ID_NOT_FOUND)."""
 
@@ -80,9 +85,12 @@ UNRESPONSIVE_ERRORS = frozenset(
 def admin_error(error: KafkaException | TimeoutError, message: str) -> KafkaAdminError:
     """``message``: description as the error to raise; ClusterUnresponsiveError when nothing answered."""
     text = f"{message}: {describe_error(error)}"
-    if isinstance(error, TimeoutError) or error_code(error) in UNRESPONSIVE_ERRORS:
-        return ClusterUnresponsiveError(text)
-    return KafkaAdminError(text)
+    return ClusterUnresponsiveError(text) if unanswered(error) else KafkaAdminError(text)
+
+
+def unanswered(error: KafkaException | TimeoutError) -> bool:
+    """Whether ``error`` says the cluster did not answer (as opposed to an answer refusing something)."""
+    return isinstance(error, TimeoutError) or error_code(error) in UNRESPONSIVE_ERRORS
 
 
 @dataclass(frozen=True)
@@ -193,23 +201,28 @@ class GroupDescription:
 
 
 def describe_groups(
-    admin: AdminClient, groups: Iterable[str], *, timeout_s: float
+    admin: AdminClient,
+    groups: Iterable[str],
+    *,
+    timeout_s: float,
+    chunk_size: int = DESCRIBE_CHUNK,
+    max_in_flight: int = DESCRIBES_IN_FLIGHT,
 ) -> tuple[dict[str, GroupDescription], dict[str, KafkaAdminError]]:
     """(description per group, error per group that could not be described).
 
     librdkafka (>= 2.10) asks with ConsumerGroupDescribe first and falls back to DescribeGroups,
     so groups on the KIP-848 consumer protocol are described with their real state and members.
-    A group the cluster does not know has state None (GROUP_ID_NOT_FOUND, KIP-1043).
+    A group the cluster does not know has state None (GROUP_ID_NOT_FOUND, KIP-1043). Asked
+    ``chunk_size`` groups a request, each request with ``timeout_s`` (see :func:`_pipelined`):
+    10,000 groups in one request did not come back within a 5 s timeout (issue 50).
     """
     groups = list(groups)
     described: dict[str, GroupDescription] = {}
     failures: dict[str, KafkaAdminError] = {}
-    if not groups:
-        return described, failures
-    deadline = time.monotonic() + timeout_s
-    for group, future in admin.describe_consumer_groups(groups, request_timeout=timeout_s).items():
+
+    def take(group: str, future: Future[Any]) -> bool:
         try:
-            description = future.result(timeout=_remaining(deadline))
+            description = future.result()
             described[group] = GroupDescription(
                 getattr(description, "state", None),
                 getattr(description, "type", ConsumerGroupType.UNKNOWN),
@@ -221,9 +234,66 @@ def describe_groups(
                 described[group] = GroupDescription(None, ConsumerGroupType.UNKNOWN, 0)
             else:
                 failures[group] = admin_error(error, f"cannot describe group {group}")
-        except TimeoutError as error:
-            failures[group] = admin_error(error, f"cannot describe group {group}: timed out")
+                return isinstance(failures[group], ClusterUnresponsiveError)
+        return False
+
+    chunks = [groups[i : i + chunk_size] for i in range(0, len(groups), chunk_size)]
+    describe = functools.partial(admin.describe_consumer_groups, request_timeout=timeout_s)
+    _pipelined(
+        (functools.partial(describe, chunk) for chunk in chunks),
+        take,
+        timeout_s=timeout_s,
+        max_in_flight=max_in_flight,
+    )
+    for group in groups:
+        if group not in described and group not in failures:
+            failures[group] = ClusterUnresponsiveError(
+                f"cannot describe group {group}: timed out (or not asked: no answers came)"
+            )
     return described, failures
+
+
+def _pipelined(
+    requests: Iterable[Callable[[], Mapping[str, Future[Any]]]],
+    take: Callable[[str, Future[Any]], bool],
+    *,
+    timeout_s: float,
+    max_in_flight: int,
+) -> None:
+    """Up to ``max_in_flight`` ``requests`` in flight (each submits one: its future per group), each
+    group's answer given to ``take`` as it comes; groups never given to it got no answer.
+
+    The wait is bounded by progress, not by the total (Kafka's KafkaBasedLog.readToEnd): it ends
+    when nothing answered for ``timeout_s``, so a dead cluster costs about one timeout and a
+    cluster that keeps answering is read to the end however many groups there are. No request is
+    started after ``take`` returns True (no answer from the cluster: each would wait its timeout).
+    """
+    queued = iter(requests)
+    in_flight: dict[Future[Any], tuple[int, str]] = {}
+    waiting: dict[int, int] = {}  # request number: its groups not answered yet
+    numbers = itertools.count()
+
+    def submit_next() -> None:
+        request = next(queued, None)
+        if request is not None:
+            number = next(numbers)
+            futures = request()
+            waiting[number] = len(futures)
+            in_flight.update({future: (number, group) for group, future in futures.items()})
+
+    for _ in range(max_in_flight):
+        submit_next()
+    stopped = False
+    while in_flight:
+        done, _ = wait(in_flight, timeout=timeout_s, return_when=FIRST_COMPLETED)
+        if not done:
+            return
+        for future in done:
+            number, group = in_flight.pop(future)
+            stopped = take(group, future) or stopped
+            waiting[number] -= 1
+            if not waiting[number] and not stopped:
+                submit_next()
 
 
 def describe_group_states(
@@ -278,52 +348,43 @@ def list_committed_offsets_of_groups(
     *,
     timeout_s: float,
     max_in_flight: int,
-    deadline: float | None = None,
 ) -> tuple[dict[str, dict[TopicPartitionKey, CommittedOffset]], dict[str, str]]:
     """Every committed offset of many groups, and the error per failed group.
 
     librdkafka takes one group per request, so up to ``max_in_flight`` requests are in flight at a
     time, pipelined on librdkafka's own threads: no Python thread waits per request (2,000 groups
     of 100 partitions on a loaded 2-core machine: 3.6-3.9 s against 5.0-7.7 s with a thread per
-    request). Each request gets ``timeout_s``, and none outlives ``deadline`` (time.monotonic())
-    when one is given.
+    request). Each request gets ``timeout_s``; see :func:`_pipelined` for when the reading stops.
     """
+    groups = list(groups)
     offsets: dict[str, dict[TopicPartitionKey, CommittedOffset]] = {}
     failures: dict[str, str] = {}
-    queued = iter(groups)
-    in_flight: dict[Future[Any], str] = {}
 
-    def request_timeout() -> float:
-        return timeout_s if deadline is None else min(timeout_s, _remaining(deadline))
+    def take(group: str, future: Future[Any]) -> bool:
+        try:
+            offsets[group] = _committed(group, future.result().topic_partitions or [])
+        except KafkaAdminError as error:
+            failures[group] = str(error)
+        except (KafkaException, TimeoutError) as error:
+            _forget(error)  # held by the future: its traceback would hold this frame and the client
+            failures[group] = f"listing committed offsets failed: {describe_error(error)}"
+            return unanswered(error)
+        return False
 
-    def submit_next() -> None:
-        group = next(queued, None)
-        if group is not None:
-            (future,) = admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=request_timeout()
-            ).values()
-            in_flight[future] = group
-
-    for _ in range(max_in_flight):
-        submit_next()
-    while in_flight:
-        # Nothing answered for a whole request timeout: the oldest request in flight has had its time.
-        done, _ = wait(in_flight, timeout=request_timeout(), return_when=FIRST_COMPLETED)
-        if not done:
-            for group in in_flight.values():
-                failures[group] = "timed out listing committed offsets"
-            break
-        for future in done:
-            group = in_flight.pop(future)
-            try:
-                offsets[group] = _committed(group, future.result().topic_partitions or [])
-            except KafkaAdminError as error:
-                failures[group] = str(error)
-            except (KafkaException, TimeoutError) as error:
-                _forget(error)  # held by the future: its traceback would hold this frame and the client
-                failures[group] = f"listing committed offsets failed: {describe_error(error)}"
-            submit_next()
+    _pipelined(
+        (functools.partial(_submit_list_all, admin, group, timeout_s) for group in groups),
+        take,
+        timeout_s=timeout_s,
+        max_in_flight=max_in_flight,
+    )
+    for group in groups:
+        if group not in offsets and group not in failures:
+            failures[group] = "timed out listing committed offsets (or not asked: no answers came)"
     return offsets, failures
+
+
+def _submit_list_all(admin: AdminClient, group: str, timeout_s: float) -> Mapping[str, Future[Any]]:
+    return admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s)
 
 
 def list_log_offsets(

@@ -9,7 +9,6 @@ silently missing from it. data_sources/offsetlake_group_offsets.py serves these 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +20,8 @@ from offsetlake.mirror.filters import group_filter
 
 # librdkafka takes one group per ListConsumerGroupOffsets request; this many run at once.
 MAX_GROUPS_IN_FLIGHT = 8
+# Failed groups a GroupSnapshotError names (10,000 failed groups made an unreadable line).
+FAILURES_NAMED = 10
 
 
 class GroupSnapshotError(KafkaAdminError):
@@ -53,11 +54,12 @@ def snapshot_group_offsets(
 ) -> list[GroupOffset]:
     """The committed offsets of every selected group, with its state, as of now.
 
-    ``config`` is a librdkafka client config. Raises GroupSnapshotError naming every group that
-    failed, so a partial snapshot is never mistaken for a complete one.
+    ``config`` is a librdkafka client config. Raises GroupSnapshotError if any group failed, so a
+    partial snapshot is never mistaken for a complete one. ``timeout_s`` bounds each request, not
+    the snapshot: it fails when the cluster gives no answer for ``timeout_s`` (a dead cluster: at
+    the first request), and a cluster that keeps answering is read however many groups it has.
     """
     snapshot_time = datetime.now(UTC)
-    deadline = time.monotonic() + timeout_s
     selected = group_filter(include, exclude)  # a bad regex fails before the cluster is asked
     with clients.admin(config) as admin:
         try:
@@ -67,21 +69,17 @@ def snapshot_group_offsets(
         groups = selected.select(group_ids)
         if not groups:
             return []
-        states, describe_failures = kafka_admin.describe_group_states(
-            admin, groups, timeout_s=max(0.001, deadline - time.monotonic())
-        )
+        states, describe_failures = kafka_admin.describe_group_states(admin, groups, timeout_s=timeout_s)
         offsets, offset_failures = kafka_admin.list_committed_offsets_of_groups(
             admin,
-            [g for g in groups if g in states],
+            [] if describe_failures else [g for g in groups if g in states],  # failed already
             timeout_s=timeout_s,
             max_in_flight=max_in_flight,
-            deadline=deadline,
         )
     failures = {group: f"describe failed: {error}" for group, error in describe_failures.items()}
     failures.update(offset_failures)
     if failures:
-        details = "; ".join(f"{group}: {message}" for group, message in sorted(failures.items()))
-        raise GroupSnapshotError(f"could not snapshot {len(failures)} of {len(groups)} groups: {details}")
+        raise GroupSnapshotError(snapshot_failure(failures, len(groups)))
     return [
         GroupOffset(
             group,
@@ -95,6 +93,16 @@ def snapshot_group_offsets(
         for group in sorted(offsets)
         for (topic, partition), committed in sorted(offsets[group].items())
     ]
+
+
+def snapshot_failure(failures: Mapping[str, str], groups: int) -> str:
+    """One readable line: how many groups failed, the first few by name with their reasons."""
+    named = sorted(failures.items())[:FAILURES_NAMED]
+    details = "; ".join(f"{group}: {message}" for group, message in named)
+    more = len(failures) - len(named)
+    return f"could not snapshot {len(failures)} of {groups} groups: {details}" + (
+        f"; and {more} more" if more else ""
+    )
 
 
 def _state_name(state: object) -> str:
