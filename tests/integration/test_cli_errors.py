@@ -18,7 +18,7 @@ from offsetlake.local.clusters import START_HINT
 from offsetlake.local.home import HOME_ENV
 from offsetlake.local.processes import descendants
 from offsetlake_dev.local_cluster import LOOPBACK, running_clusters
-from tests.process_helpers import alive, command_line
+from tests.process_helpers import alive, command_line, offsetlake_cli
 
 
 def test_missing_local_clusters_is_a_clear_usage_error(
@@ -112,17 +112,6 @@ stop_local_spark()
 """
 
 
-def _offsetlake(*argv: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "offsetlake.cli", *argv],
-        env={**os.environ, HOME_ENV: str(home)},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 @contextlib.contextmanager
 def _listener() -> Iterator[socket.socket]:
     """A loopback port that takes connections (the kernel completes them) and never answers."""
@@ -176,7 +165,7 @@ def test_a_busy_home_names_its_holder_and_an_unreachable_target_is_one_line(tmp_
     try:
         assert holder.stdout.readline().strip() == "ready"
         with _listener() as untouched:
-            busy = _offsetlake("plan", "--target", _address(untouched), home=tmp_path)
+            busy = offsetlake_cli(tmp_path, "plan", "--target", _address(untouched), timeout_s=120)
             assert _connections(untouched) == 0, "refused only after contacting the target"
         assert busy.returncode == 1, busy.stderr
         assert busy.stderr.startswith(f"offsetlake plan: error: local home {tmp_path} is in use by process ")
@@ -186,7 +175,7 @@ def test_a_busy_home_names_its_holder_and_an_unreachable_target_is_one_line(tmp_
         holder.stdin.close()
         holder.wait(timeout=60)
 
-    unreachable = _offsetlake("plan", "--target", target, "--timeout", "3", home=tmp_path)
+    unreachable = offsetlake_cli(tmp_path, "plan", "--target", target, "--timeout", "3", timeout_s=120)
     assert unreachable.returncode == 1, unreachable.stderr
     lines = unreachable.stderr.strip().splitlines()
     assert lines[-1].startswith(f"offsetlake plan: error: target cluster {target}: "), lines
