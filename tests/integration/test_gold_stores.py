@@ -30,6 +30,7 @@ from offsetlake.contract.tables import (
     K2K_MAPPING_CONFLICTS,
     LATEST_OFFSETS,
     OFFSET_HISTORY,
+    SILVER_OFFSET_SYNCS,
     TableSpec,
 )
 from offsetlake.local.audit_journal import fold_journal, journal_files
@@ -138,6 +139,27 @@ def checkpoint_rows() -> list[tuple[Any, ...]]:
     return rows
 
 
+def offset_sync_rows() -> list[tuple[Any, ...]]:
+    """silver_offset_syncs of two sources, each in its syncs topic's partitions (kafka_* coordinates),
+    with a NULL coordinate of each kind."""
+    rows = []
+    for source, syncs_topic, partition, offsets in (
+        ("east", "mm2-offset-syncs.tgt.internal", 0, (0, 5, 41, 3)),
+        ("east", "mm2-offset-syncs.tgt.internal", 1, (7,)),
+        ("east", "mm2-offset-syncs.tgt.internal", 2, (None,)),
+        ("east", "east.syncs", 0, (2, None)),
+        ("east", "mm2-offset-syncs.tgt.internal", None, (99,)),
+        ("west", "mm2-offset-syncs.tgt.internal", 0, (10, 12)),
+        ("west", None, 0, (99,)),
+        (None, "mm2-offset-syncs.tgt.internal", 3, (99,)),
+    ):
+        rows += [
+            (source, "orders", 0, offset or 0, offset or 0, at(0), syncs_topic, partition, offset, at(1))
+            for offset in offsets
+        ]
+    return rows
+
+
 def audit_records(run_id: str, recorded: datetime, started: datetime) -> list[tuple[Any, ...]]:
     """A run's plan and result rows as the apply job builds them (audit.plan_records/result_records)."""
 
@@ -210,6 +232,7 @@ def test_both_stores_read_gold_alike(
     write(spark, schema, FAILOVER_DATA_LOSS, data_loss_rows())
     write(spark, schema, BRONZE_CHECKPOINTS, checkpoint_rows())
     write(spark, schema, K2K_MAPPING_CONFLICTS, conflict_rows())
+    write(spark, schema, SILVER_OFFSET_SYNCS, offset_sync_rows())
     stored = pq.read_schema(next((arrow_store.schema_dir / LATEST_OFFSETS.name).glob("part-*.parquet")))
     expected_type = "timestamp[ns]" if timestamps == "INT96" else "timestamp[us, tz=UTC]"
     assert str(stored.field("source_timestamp").type) == expected_type
@@ -266,6 +289,15 @@ def test_both_stores_read_gold_alike(
     assert positions == {("east.checkpoints.internal", 0): 42, ("east.checkpoints.internal", 1): 8,
                          ("west.checkpoints.internal", 0): 4}  # fmt: skip
 
+    ingested = {source: arrow_store.offset_sync_positions(source) for source in ("east", "west", "north")}
+    assert ingested == {source: spark_store.offset_sync_positions(source) for source in ingested}
+    assert ingested == {
+        "east": {("mm2-offset-syncs.tgt.internal", 0): 42, ("mm2-offset-syncs.tgt.internal", 1): 8,
+                 ("east.syncs", 0): 3},
+        "west": {("mm2-offset-syncs.tgt.internal", 0): 13},
+        "north": {},
+    }  # fmt: skip
+
 
 def test_a_schema_the_pipeline_never_wrote_reads_as_empty_in_both(
     spark: SparkSession, unique_name: Callable[[str], str], tmp_path: Path
@@ -279,6 +311,7 @@ def test_a_schema_the_pipeline_never_wrote_reads_as_empty_in_both(
         assert store.failover_data_loss(Selection()) == []
         assert store.last_applied() == {}
         assert store.checkpoint_positions() == {}
+        assert store.offset_sync_positions("east") == {}
         assert store.mapping_conflicts() == {}
 
 
@@ -465,13 +498,21 @@ def test_an_orphan_part_file_of_a_streaming_table_is_read_by_neither_store(
     killed = (None, b"v", "east.checkpoints.internal", 0, 104, at(9), 0, [], "east", at(9))
     leave_orphan(spark, BRONZE_CHECKPOINTS, [killed], bronze)
     leave_orphan(spark, CLUSTER_HEALTH, [("east", "source", "e:9092", True, None, at(60), 0.1)], checks)
-    for spec in (BRONZE_CHECKPOINTS, CLUSTER_HEALTH):
+    syncs = offset_sync_rows()
+    silver = stream_into(spark, schema, SILVER_OFFSET_SYNCS, [syncs[:3], syncs[3:]], tmp_path)
+    killed_sync = ("east", "orders", 0, 9, 9, at(9), "mm2-offset-syncs.tgt.internal", 0, 104, at(9))
+    leave_orphan(spark, SILVER_OFFSET_SYNCS, [killed_sync], silver)
+    for spec in (BRONZE_CHECKPOINTS, CLUSTER_HEALTH, SILVER_OFFSET_SYNCS):
         spark.catalog.refreshTable(f"{schema}.{spec.name}")  # Spark lists the table anew
 
     positions = arrow_store.checkpoint_positions()
     assert positions == spark_store.checkpoint_positions()
     assert positions == {("east.checkpoints.internal", 0): 42, ("east.checkpoints.internal", 1): 8,
                          ("west.checkpoints.internal", 0): 4}  # fmt: skip
+    ingested = arrow_store.offset_sync_positions("east")
+    assert ingested == spark_store.offset_sync_positions("east")
+    assert ingested == {("mm2-offset-syncs.tgt.internal", 0): 42, ("mm2-offset-syncs.tgt.internal", 1): 8,
+                        ("east.syncs", 0): 3}  # fmt: skip
     newest = arrow_store.cluster_health()
     assert newest == spark_store.cluster_health()
     assert {check.cluster: check.checked_at for check in newest} == {

@@ -152,15 +152,41 @@ def read_checkpoint_positions(
     """Per checkpoint topic-partition ingested in ``bronze_checkpoints``, the next Kafka offset after
     the highest one ingested (gold's high-water mark on the target's checkpoint topics); empty when
     the pipeline never created the table."""
+    from offsetlake.apply.gold_rows import CHECKPOINT_COORDINATES
+
     name = table_name(BRONZE_CHECKPOINTS.name, schema, catalog)
     if not _exists(spark, name):
         return {}
-    rows = spark.sql(
-        "SELECT topic, `partition`, max(`offset`) + 1 AS next_offset "
-        f"FROM {name} WHERE topic IS NOT NULL AND `partition` IS NOT NULL AND `offset` IS NOT NULL "
-        "GROUP BY topic, `partition`"
-    ).collect()
-    return {(row["topic"], row["partition"]): row["next_offset"] for row in rows}
+    return _next_offsets(spark.table(name), CHECKPOINT_COORDINATES)
+
+
+def read_offset_sync_positions(
+    spark: SparkSession, schema: str, catalog: str | None, source_cluster: str
+) -> dict[tuple[str, int], int]:
+    """Per offset-syncs topic-partition of ``source_cluster`` in silver_offset_syncs, the next Kafka
+    offset after the highest one silver holds (what the pipeline ingested of that source's syncs
+    topics); empty when the table is absent."""
+    from pyspark.sql import functions as sf
+
+    from offsetlake.apply.gold_rows import SYNC_COORDINATES
+
+    name = table_name(SILVER_OFFSET_SYNCS.name, schema, catalog)
+    if not _exists(spark, name):
+        return {}
+    return _next_offsets(
+        spark.table(name).where(sf.col("source_cluster") == source_cluster), SYNC_COORDINATES
+    )
+
+
+def _next_offsets(rows: DataFrame, coordinates: Sequence[str]) -> dict[tuple[str, int], int]:
+    """gold_rows.next_offsets of ``rows``, grouped by Spark first: one row a partition crosses to Python."""
+    from pyspark.sql import functions as sf
+
+    from offsetlake.apply.gold_rows import next_offsets
+
+    topic, partition, offset = coordinates
+    highest = rows.groupBy(topic, partition).agg(sf.max(offset).alias(offset))
+    return next_offsets(highest.toArrow(), coordinates)
 
 
 def read_cluster_health(spark: SparkSession, schema: str, catalog: str | None = None) -> list[ClusterHealth]:

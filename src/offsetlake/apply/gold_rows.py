@@ -7,6 +7,8 @@ through ``toArrow``, the local one from the Parquet files), and the rules are he
   by offsetlake.mirror.precedence.choose (the pure twin of the pipeline's choose_translation);
 - :func:`data_loss_totals`: ``failover_data_loss`` summed per source cluster and group;
 - :func:`mapping_conflicts_by_key`: ``k2k_mapping_conflicts`` folded per group-partition, with its reason;
+- :func:`next_offsets`: per Kafka topic-partition a table's rows came from, the next offset after the
+  highest (what the pipeline ingested of it: bronze_checkpoints', silver_offset_syncs');
 - :func:`gold_offsets`: rows -> GoldOffsets, timestamps of any zone as UTC datetimes, NULL method
   and metadata as "", and a row without its key, offset or source timestamp a GoldTableError
   naming the row, so both stores say the same about every row.
@@ -251,6 +253,36 @@ def sync_histories(table: pa.Table) -> SyncHistories:
         if None not in (topic, partition, upstream, downstream):
             histories.setdefault((topic, partition), []).append((upstream, downstream))
     return histories
+
+
+CHECKPOINT_COORDINATES: Final = ("topic", "partition", "offset")
+"""bronze_checkpoints' Kafka coordinates: the checkpoint record's topic, partition and offset."""
+SYNC_COORDINATES: Final = ("kafka_topic", "kafka_partition", "kafka_offset")
+"""silver_offset_syncs' Kafka coordinates: the offset-sync record's place in its syncs topic."""
+
+
+def next_offsets(table: pa.Table, coordinates: Sequence[str]) -> dict[tuple[str, int], int]:
+    """Per (topic, partition) of ``table``'s ``coordinates`` (topic, partition, offset columns), the
+    highest offset + 1: where reading that partition resumes past what the pipeline ingested. A row
+    with any coordinate NULL is no position (either store may hand a table pre-grouped: the rule is
+    the same on one row a partition as on every row)."""
+    topic, partition, offset = coordinates
+    known = pc.and_(
+        pc.and_(pc.is_valid(table[topic]), pc.is_valid(table[partition])), pc.is_valid(table[offset])
+    )
+    highest = (
+        table.select([topic, partition, offset])
+        .filter(known)
+        .group_by([topic, partition], use_threads=False)
+        .aggregate([(offset, "max")])
+    )
+    rows = zip(
+        highest[topic].to_pylist(),
+        highest[partition].to_pylist(),
+        highest[f"{offset}_max"].to_pylist(),
+        strict=True,
+    )
+    return {(name, number): last + 1 for name, number, last in rows}
 
 
 _REQUIRED: Final = (

@@ -86,6 +86,13 @@ class GoldStore(Protocol):
         highest one ingested: gold's high-water mark on the target's checkpoint topics."""
         ...
 
+    def offset_sync_positions(self, source_cluster: str) -> dict[tuple[str, int], int]:
+        """Per offset-syncs topic-partition (kafka_topic, kafka_partition) of ``source_cluster`` in
+        ``silver_offset_syncs``, the next Kafka offset after the highest one silver holds
+        (kafka_offset + 1): what the pipeline ingested of that source's syncs topics; empty when the
+        table is absent or holds none."""
+        ...
+
     def newest_group_offsets(self, selection: Selection | None = None) -> dict[str, list[GroupOffset]]:
         """Per source alias, ``latest_group_offsets`` of the selected groups (the newest snapshot of
         each group-partition): the committed positions the failover's K2K search translates."""
@@ -148,6 +155,9 @@ class SparkGoldStore:
 
     def checkpoint_positions(self) -> CheckpointPositions:
         return gold.read_checkpoint_positions(self.spark, self.schema, self.catalog)
+
+    def offset_sync_positions(self, source_cluster: str) -> dict[tuple[str, int], int]:
+        return gold.read_offset_sync_positions(self.spark, self.schema, self.catalog, source_cluster)
 
     def newest_group_offsets(self, selection: Selection | None = None) -> dict[str, list[GroupOffset]]:
         return gold.read_newest_group_offsets(self.spark, self.schema, self.catalog, selection)

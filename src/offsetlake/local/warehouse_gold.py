@@ -52,10 +52,12 @@ import pyarrow.compute as pc
 from offsetlake.apply import audit
 from offsetlake.apply.audit import AUDIT_TABLE, COMMITTING_MODES, Stage
 from offsetlake.apply.gold_rows import (
+    CHECKPOINT_COORDINATES,
     DATA_LOSS_COLUMNS,
     GROUP_SNAPSHOT_COLUMNS,
     MAPPING_CONFLICT_COLUMNS,
     OFFSET_SYNC_COLUMNS,
+    SYNC_COORDINATES,
     UTC_MICROS,
     SyncHistories,
     choose_current,
@@ -64,6 +66,7 @@ from offsetlake.apply.gold_rows import (
     gold_offsets,
     group_snapshots,
     mapping_conflicts_by_key,
+    next_offsets,
     sync_histories,
 )
 from offsetlake.apply.key_spans import last_per_key
@@ -283,20 +286,14 @@ class LocalGoldStore:
         name, dataset = self._table(BRONZE_CHECKPOINTS.name)
         if dataset is None:
             return {}
-        ingested = (
-            pc.field("topic").is_valid() & pc.field("partition").is_valid() & pc.field("offset").is_valid()
-        )
-        table = _read(dataset, name, ["topic", "partition", "offset"], ingested)
-        highest = table.group_by(["topic", "partition"]).aggregate([("offset", "max")])
-        return {
-            (topic, partition): offset + 1
-            for topic, partition, offset in zip(
-                highest["topic"].to_pylist(),
-                highest["partition"].to_pylist(),
-                highest["offset_max"].to_pylist(),
-                strict=True,
-            )
-        }
+        return next_offsets(_read(dataset, name, CHECKPOINT_COORDINATES, None), CHECKPOINT_COORDINATES)
+
+    def offset_sync_positions(self, source_cluster: str) -> dict[tuple[str, int], int]:
+        name, dataset = self._table(SILVER_OFFSET_SYNCS.name)
+        if dataset is None:
+            return {}
+        of_source = pc.field("source_cluster") == source_cluster
+        return next_offsets(_read(dataset, name, SYNC_COORDINATES, of_source), SYNC_COORDINATES)
 
     def newest_group_offsets(self, selection: Selection | None = None) -> dict[str, list[GroupOffset]]:
         name, dataset = self._table(LATEST_GROUP_OFFSETS.name)
