@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from offsetlake.codecs.mm2 import Checkpoint, encode_checkpoint
-from offsetlake.kafka import checkpoint_tail
+from offsetlake.kafka import topic_tail
 from offsetlake.kafka.checkpoint_tail import CheckpointTailError, read_checkpoint_tail
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake_dev.local_cluster import LOOPBACK
@@ -68,13 +68,13 @@ def test_an_unreachable_target_costs_its_timeout_and_is_one_error(monkeypatch: p
         probe.bind((LOOPBACK, 0))
         port = probe.getsockname()[1]
     asked: list[float] = []
-    real_read_metadata = checkpoint_tail.read_metadata
+    real_read_metadata = topic_tail.read_metadata
 
     def counted(admin: Any, *, timeout_s: float) -> Any:
         asked.append(timeout_s)
         return real_read_metadata(admin, timeout_s=timeout_s)
 
-    monkeypatch.setattr(checkpoint_tail, "read_metadata", counted)
+    monkeypatch.setattr(topic_tail, "read_metadata", counted)
     with pytest.raises(CheckpointTailError, match="cannot list the target's topics"):
         read_checkpoint_tail({"bootstrap.servers": f"{LOOPBACK}:{port}"}, ReplicationPolicy(), timeout_s=2)
     assert asked == [2]

@@ -14,8 +14,8 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from offsetlake.k2k.tracing import Scanned, ScanResult, TracedRecord, TracingHeaderNames
 from offsetlake.kafka import read_to_end, tracing_reader
-from offsetlake.kafka.checkpoint_tail import unreadable_reason
 from offsetlake.kafka.read_to_end import POLL_SLICE_S, PartitionRead, PartitionToRead, ReadOutcome, ReadToEnd
+from offsetlake.kafka.topic_tail import unreadable_reason
 from offsetlake.mm2_reset.offsets_topic import ResetError, require_read_whole
 
 
