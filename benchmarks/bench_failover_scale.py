@@ -15,14 +15,15 @@ Every scale has ``--topics`` topics (default 5) with ``--partitions`` partitions
 A private Tansu pair and the MM2 simulator (batched: one client, requests pipelined, for the
 source groups' commits and the checkpoint task's reads). Per ``--home``:
 
-- ``fresh``: the failover runs on a home no pipeline ever ran on (its refresh is a full update
-  that creates every table);
+- ``fresh``: the failover runs on a home no pipeline ever ran on (with ``--refresh always`` its
+  refresh is a full update that creates every table; by default it reads the sources directly);
 - ``refreshed``: the same home again after one more round of data: production ran the pipeline
-  before the outage, so the failover's refresh reads only what is new since.
+  before the outage, so what the failover reads beyond gold is only what is new since.
 
 Each measurement moves every group on the source (a new round of records, syncs and checkpoints)
 and then runs ``offsetlake failover`` as an operator would, with the source up (``--source up``: it
-refreshes) or paused (``dead``: SIGSTOP, the probe's bound). It checks that every checkpointed
+reads the sources, or refreshes with ``--refresh always``) or paused (``dead``: SIGSTOP, the
+probe's bound). It checks that every checkpointed
 group-partition is committed on the target at its checkpoint's downstream offset, and prints the
 failover's report lines on probe, refresh, time by phase, the refresh's slowest flows (from its
 log), the wall time of the process, the parameters, the commit and the load average.
@@ -54,7 +55,10 @@ from offsetlake_dev.simulate import MirrorSettings, MirrorSimulator
 
 SCALES = {"pair": 5, "2000": 2_000, "10000": 10_000}
 """Groups per scale (the issue's: the 23-partition pair, 9,200 and 46,000 group-partitions)."""
-SHOWN = ("probe:", "cluster ", "refresh:", "time by phase:", "checkpoint", "INCOMPLETE", "FAILED", "OK")
+SHOWN = (
+    "probe:", "cluster ", "refresh:", "time by phase:", "checkpoint", "sources read now", "known partitions",
+    "INCOMPLETE", "FAILED", "OK",
+)  # fmt: skip
 _FLOW_EVENT = re.compile(r"^(\S+ \S+): Flow (\S+) (is RUNNING|has COMPLETED|has FAILED)")
 _RUN_EVENT = re.compile(r"^(\S+ \S+): (Starting run|Run is COMPLETED)")
 
@@ -202,6 +206,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--probe-timeout", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, help="the failover's --concurrency (default: its own)")
+    parser.add_argument(
+        "--refresh",
+        choices=["auto", "always"],
+        default="auto",
+        help="the failover's --refresh: auto (the default: the sources read directly, no pipeline update) "
+        "or always (a pipeline update first)",
+    )
     options = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _stop)  # the brokers and the temporary home are cleaned up
     shape = layout(options.groups or SCALES[options.scale], options.topics, options.partitions)
@@ -253,13 +264,13 @@ def measure(scale: Scale, home: Path, kind: str, source: str, options: argparse.
     log = home / "pipeline" / "last-run.log"
     log.unlink(missing_ok=True)
     extra = ["--concurrency", str(options.concurrency)] if options.concurrency else []
-    args = ["failover", "--probe-timeout", f"{options.probe_timeout:g}", *extra]
+    args = ["failover", "--probe-timeout", f"{options.probe_timeout:g}", "--refresh", options.refresh, *extra]
     with source_state(scale.pair, source):
         seconds, code, lines = run_cli(home, [*args, *scale.flags(options.cluster_timeout_ms)])
     for line in lines:
         if line.startswith(SHOWN):
             print(f"  {line[:300]}")
-    if source == "up":
+    if source == "up" and log.exists():
         print(f"  refresh log: {slowest_flows(log)}")
     applied = scale.applied(expected)
     ok = code == 0 and applied == len(expected)

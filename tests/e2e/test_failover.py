@@ -14,7 +14,7 @@ run in file order and share the scenario:
    MM2's replication progress equals the simulator's ground truth;
 3. failover data loss per group-partition equals the simulator's ground truth; ``plan`` shows it;
 4. source paused during an apply: apply needs only the target; with both clusters up,
-   ``failover`` refreshes only what latest_offsets is computed from;
+   ``failover --refresh always`` refreshes only what latest_offsets is computed from;
 5. a refresh interrupted with SIGTERM: gold is as it was, no process is left behind;
 6. ``apply`` with nothing fresh to apply exits non-zero; ``plan`` does not.
 """
@@ -339,7 +339,7 @@ def test_apply_needs_only_the_target(outage: Outage) -> None:
     assert outage.committed(group)[0] == outage.checkpoints[(group, outage.remote_topic, 0)].downstream_offset
 
 
-def test_a_failover_with_every_cluster_up_refreshes_only_what_latest_offsets_is_computed_from(
+def test_a_failover_refreshing_with_every_cluster_up_refreshes_only_what_latest_offsets_is_computed_from(
     outage: Outage,
 ) -> None:
     group, partition = GROUPS[1], 1
@@ -349,7 +349,7 @@ def test_a_failover_with_every_cluster_up_refreshes_only_what_latest_offsets_is_
     untouched = {
         table: len(outage.rows(table)) for table in ("replication_progress_history", "source_log_offsets")
     }
-    run = outage.cli("failover", *outage.cluster_flags())
+    run = outage.cli("failover", *outage.cluster_flags(), "--refresh", "always")
     report = run.stdout + run.stderr
     # The checkpoint test 2 wrote says app-0 was at upstream +4, the live source's snapshot says it
     # is where it was: the snapshot's translation was first seen before that checkpoint, so it is

@@ -1,4 +1,6 @@
-"""A healthy failover that works the first time: both clusters up, a home no pipeline update has run on.
+"""A healthy failover that refreshes (``--refresh always``) and works the first time: both clusters
+up, a home no pipeline update has run on. (Without ``always`` a healthy failover reads the sources
+itself and runs no update: tests/e2e/test_failover_live_sources.py.)
 
 Issue 31: the failover's refresh selection on a fresh home failed its own quarantine flow ("key not
 found": quarantine reads ``decoded_connect_offsets``, outside the selection and never created), was
@@ -55,7 +57,7 @@ def _gold_offsets(pair: Pair, group: str) -> dict[int, int]:
 
 def test_a_healthy_failover_on_a_fresh_home_refreshes_every_table_and_applies_gold(pair: Pair) -> None:
     assert not (pair.home / "warehouse").exists()
-    run = _cli(pair, "failover", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
+    run = _cli(pair, "failover", "--refresh", "always", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
     report = run.stdout + run.stderr
     print(f"\nhealthy failover on a fresh home (a full update):\n{run.stdout}")  # with -s: time by phase
     assert run.returncode == 0, report[-4000:]
@@ -71,7 +73,7 @@ def test_a_healthy_failover_on_a_fresh_home_refreshes_every_table_and_applies_go
 
 def test_the_next_healthy_failover_refreshes_only_the_selection(pair: Pair) -> None:
     history = len(pair.rows("replication_progress_history"))
-    run = _cli(pair, "failover", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
+    run = _cli(pair, "failover", "--refresh", "always", "--refresh-timeout", str(REFRESH_TIMEOUT_S))
     report = run.stdout + run.stderr
     print(f"\nhealthy failover on a home with every table (a selection):\n{run.stdout}")  # with -s
     assert run.returncode == 0, report[-4000:]

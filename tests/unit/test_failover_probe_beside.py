@@ -1,5 +1,5 @@
 """A dead source costs a failover no waiting of its own: the apply reads and plans while the probes
-are out, and writes nothing (no audit row, no alter) before they decided whether to refresh.
+are out, and writes nothing (no audit row, no alter) before they decided whether the sources are read.
 
 The probes are stand-ins held on Events (no cluster, no clock): the source's answers only once the
 apply asks to write, so the order of what happened says whether the reads waited for the probe and
@@ -68,7 +68,7 @@ class Story:
         self, apply: ApplyRequest, *, store: GoldStore, before_writes: Any = None, **_: object
     ) -> ApplyResult:
         """run_apply's order: read gold and the target, plan, then (after the hook) write."""
-        self.events.append("apply reads and plans")
+        self.events.append("apply reads and plans" + (" with the sources" if apply.live_sources else ""))
         if before_writes is not None:
             self.asking_to_write.set()
             before_writes()
@@ -139,7 +139,7 @@ def test_with_the_source_dead_the_apply_reads_and_plans_before_the_probe_answers
     assert [name for name, _ in result.phases.phases][:2] == ["probe", "refresh"]
 
 
-def test_when_every_cluster_answers_after_all_the_reads_are_dropped_and_gold_is_read_after_the_refresh(
+def test_when_every_cluster_answers_after_all_the_reads_are_dropped_and_the_apply_reads_the_sources(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     story = Story()
@@ -149,20 +149,24 @@ def test_when_every_cluster_answers_after_all_the_reads_are_dropped_and_gold_is_
     assert story.events == [
         "gold opened",
         "apply reads and plans",
-        "source probe answered",  # every cluster answered: refresh first, nothing written
-        "refresh",
+        "source probe answered",  # every cluster answered: nothing written, the sources are read
         "gold opened",
-        "apply reads and plans",
+        "apply reads and plans with the sources",
         "apply writes",
     ]
-    assert result.refresh_skipped is None
+    live = result.apply.request.live_sources
+    assert live is not None and [(s.alias, s.config) for s in live.sources] == [
+        ("east", {"bootstrap.servers": "east:9092"})
+    ]
+    assert result.refresh is None
+    assert result.refresh_skipped is not None and result.refresh_skipped.startswith("every cluster answered")
     assert result.probe_beside is not None and "(dropped: every cluster answered" in result.probe_beside
 
 
 def test_when_the_probes_decide_at_once_the_failover_runs_as_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The source refuses at once: no refresh is known before any read, so the apply writes freely."""
+    """The source refuses at once: the decision is known before any read, so the apply writes freely."""
     story = Story()
     story.asking_to_write.set()  # the source's probe is not held
 

@@ -50,8 +50,8 @@ def _gold_file(home: LocalHome) -> Path:
 def _failover(
     home: LocalHome, engine: str, monkeypatch: pytest.MonkeyPatch, **request: Any
 ) -> tuple[FailoverResult, Recorded]:
-    """A failover on ``home`` whose refresh runs ``engine`` (Python source) instead of the
-    pipelines CLI, every cluster answering (none is probed), so ``auto`` refreshes."""
+    """A failover on ``home`` whose refresh (``--refresh always``) runs ``engine`` (Python source)
+    instead of the pipelines CLI; no cluster is probed."""
     script = home.root / "engine.py"
     script.write_text(engine)
     monkeypatch.setattr(pipeline_update, "spark_pipelines_command", lambda *_: [sys.executable, str(script)])
@@ -75,7 +75,9 @@ def _failover(
     apply = ApplyRequest(
         dry_run=False, target_bootstrap_servers="localhost:1", checkpoint_tail=ReplicationPolicy()
     )
-    failover = FailoverRequest(apply=apply, settings=settings, home=home, refresh=RefreshMode.AUTO, **request)
+    failover = FailoverRequest(
+        apply=apply, settings=settings, home=home, refresh=RefreshMode.ALWAYS, **request
+    )
     return run_failover(failover, gold_store=open_gold), recorded
 
 

@@ -108,8 +108,8 @@ def resolutions(offsetlake_home: Path, monkeypatch: pytest.MonkeyPatch) -> list[
 def test_a_failover_resolves_its_home_once_for_the_stand_aside_the_refresh_and_the_apply(
     resolutions: list[LocalHome], offsetlake_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The refresh's engine is a stand-in that completes at once (as in test_failover_refresh.py);
-    no cluster is probed, so ``auto`` refreshes; the apply is faked at ``run_apply``."""
+    """The refresh's engine (``--refresh always``) is a stand-in that completes at once (as in
+    test_failover_refresh.py); no cluster is probed; the apply is faked at ``run_apply``."""
     engine = offsetlake_home / "engine.py"
     engine.write_text("print('Run is COMPLETED', flush=True)\n")
     monkeypatch.setattr(pipeline_update, "spark_pipelines_command", lambda *_: [sys.executable, str(engine)])
@@ -129,7 +129,8 @@ def test_a_failover_resolves_its_home_once_for_the_stand_aside_the_refresh_and_t
     out, err = io.StringIO(), io.StringIO()
 
     code = run_command(
-        ["failover", "--target", "localhost:1", "--source", "east=localhost:2"], Context(out=out, err=err)
+        ["failover", "--refresh", "always", "--target", "localhost:1", "--source", "east=localhost:2"],
+        Context(out=out, err=err),
     )
 
     assert code == 0, err.getvalue()

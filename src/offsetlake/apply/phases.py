@@ -12,7 +12,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
 
-PHASES: Final = ("probe", "refresh", "gold", "tail", "k2k", "target", "plan", "apply+verify", "audit")
+PHASES: Final = (
+    "probe", "refresh", "gold", "tail", "source", "k2k", "target", "plan", "apply+verify", "audit",
+)  # fmt: skip
 """Every phase, in the order a failover runs them (the apply's are from ``gold`` on)."""
 
 

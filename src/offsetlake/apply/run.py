@@ -41,6 +41,8 @@ from offsetlake.apply import audit
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
 from offsetlake.apply.k2k_search import K2KTracing, SearchedNow, merge_searched, search_newest_snapshots
+from offsetlake.apply.live_read import LiveRead, LiveSources, read_live
+from offsetlake.apply.live_syncs import METHOD as LIVE_METHOD
 from offsetlake.apply.phases import PhaseClock, PhaseTimes
 from offsetlake.apply.placement import METHOD as PLACEMENT_METHOD
 from offsetlake.apply.placement import (
@@ -90,6 +92,7 @@ from offsetlake.errors import InvalidValueError, OffsetlakeError
 from offsetlake.kafka import clients
 from offsetlake.kafka.admin import KafkaAdminError, describe_error, read_offsets_retention
 from offsetlake.kafka.checkpoint_tail import CheckpointTailError, read_checkpoint_tail
+from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.kafka.secrets import (
     DatabricksSecrets,
     SecretScrubber,
@@ -104,6 +107,8 @@ from offsetlake.mirror.precedence import METHODS
 
 TAIL_NOTES: Final = {
     "checkpoint": "from a checkpoint newer than gold, read from the target; in history after the next update",
+    LIVE_METHOD: "from the source group's commit read now, translated by the offset syncs; in history "
+    "after the next update",
     K2K_METHOD: "from the newest group snapshot searched on the target now on K2K's tracing headers",
 }
 """Why a row the run read from the target itself (``GoldOffset.from_tail``) is not gold's, per method."""
@@ -188,6 +193,10 @@ class ApplyRequest:
     resume: later runs move them again)."""
     direction: audit.Direction = audit.Direction.FAILOVER
     """Recorded in apply_audit: ``failback`` when offsetlake.failback plans the groups' way back."""
+    live_sources: LiveSources | None = None
+    """Source clusters that answer: read each selected group's commits and the offset syncs beyond
+    the pipeline's now, and plan from gold plus their translations (apply/live_read.py); the
+    partitions those snapshots name are the ones placed. Not with ``as_of``."""
 
 
 @dataclass(frozen=True)
@@ -213,12 +222,14 @@ class ApplyResult:
     """What the checkpoint tail added to gold (``request.checkpoint_tail``)."""
     k2k_search: SearchedNow | None = None
     """What the K2K search added to gold (``request.k2k_tracing``)."""
+    live: LiveRead | None = None
+    """What reading the sources now added to gold (``request.live_sources``)."""
     data_loss: tuple[GroupDataLoss, ...] = ()
     """What failing over now would cost each selected group (not for --as-of restores)."""
     reasons: tuple[Problem, ...] = ()
     """Why the status is what it is, typed (offsetlake.apply.reasons); empty when all went well."""
     phases: PhaseTimes = field(default_factory=PhaseTimes)
-    """Where the run's time went: gold, tail, k2k, target, plan, apply+verify, audit."""
+    """Where the run's time went: gold, tail, source, k2k, target, plan, apply+verify, audit."""
     unread_sources: tuple[tuple[str, str], ...] = ()
     """Sources whose newest checkpoints the run could not read, with why (apply/tail_gaps.py)."""
     snapshots: int | None = None
@@ -427,6 +438,10 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
             with run.clock.phase("tail"):
                 result = _merged_tail(run, result, offsets, request.checkpoint_tail)
             offsets = list(result.tail_merge.offsets) if result.tail_merge else offsets
+        if request.live_sources is not None:
+            with run.clock.phase("source"):
+                result = replace(result, live=_read_sources_now(run, offsets, request.live_sources))
+            offsets = list(result.live.merge.offsets) if result.live else offsets
         if request.k2k_tracing is not None:
             with run.clock.phase("k2k"):
                 result = _searched_now(run, result, offsets, request.k2k_tracing)
@@ -452,7 +467,7 @@ def _untranslated(
     request = run.request
     if request.routing is None or request.as_of is not None:
         return result, []
-    snapshots = run.store.newest_group_offsets(request.selection)
+    snapshots = _newest_snapshots(run, result)
     known = untranslated_partitions(snapshots, request.routing, offsets, request.selection)
     count = sum(len(found) for found in snapshots.values())
     return replace(result, snapshots=count, untranslated=len(known)), known
@@ -497,6 +512,27 @@ def _merged_tail(
     return replace(result, tail_merge=merged, unread_sources=tuple(sorted(unread.items())))
 
 
+def _read_sources_now(run: _Run, offsets: list[GoldOffset], live: LiveSources) -> LiveRead:
+    return read_live(
+        live,
+        target=run.config,
+        store=run.store,
+        gold=offsets,
+        selection=run.request.selection,
+        precedence=run.request.method_precedence,
+        timeout_s=run.request.timeout_s,
+    )
+
+
+def _newest_snapshots(run: _Run, result: ApplyResult) -> dict[str, list[GroupOffset]]:
+    """Per source alias, the newest snapshot of each selected group: read now from a source that
+    was (``result.live``), else gold's latest_group_offsets."""
+    snapshots = run.store.newest_group_offsets(run.request.selection)
+    if result.live is not None:
+        snapshots.update(result.live.snapshots)
+    return snapshots
+
+
 def _searched_now(
     run: _Run, result: ApplyResult, offsets: list[GoldOffset], tracing: K2KTracing
 ) -> ApplyResult:
@@ -504,7 +540,7 @@ def _searched_now(
     headers): no source cluster, no JVM; one target partition's positions searched together, the
     whole search bounded by --timeout (measured: 3.4 ms a group-partition at 10,000 of them on
     100,000-record partitions, benchmarks/README.md); a group not searched keeps gold's translation."""
-    snapshots = run.store.newest_group_offsets(run.request.selection)
+    snapshots = _newest_snapshots(run, result)
     limits = SearchLimits(timeout_s=run.request.timeout_s, budget_s=run.request.timeout_s)
     lookups = search_newest_snapshots(run.config, snapshots, tracing, limits)
     return replace(result, k2k_search=merge_searched(offsets, lookups, run.request.method_precedence))

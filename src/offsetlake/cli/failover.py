@@ -26,17 +26,19 @@ from offsetlake.local.update_progress import is_progress
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     failover = subparsers.add_parser(
         "failover",
-        help="during an outage: probe, refresh if it can add anything, apply and verify, one report",
-        description="Ask every cluster for its metadata (bounded by --probe-timeout). When all answer, "
-        "refresh what latest_offsets is computed from (bounded by --refresh-timeout; a failed refresh "
-        "keeps gold as it was). Then apply gold's translations, with every checkpoint the target holds "
-        "read directly from it, each checkpoints topic from its log start under the pipeline's "
-        "replication policy (no pipeline update needed: the source may be gone), with every guard of "
-        "`apply`, read them back, and print one report: each cluster's reachability, per group what was "
-        "applied or refused, the method and age of each translation, and the records to be re-read. No "
-        "questions asked. Exit status as `apply`: 0 every partition a selected source group committed is "
-        "in place, 1 something failed or nothing could be applied, 3 active groups refused, 4 some "
-        "partition not placed (refused, listed).",
+        help="during an outage: probe, apply gold plus what the clusters that answer hold now, verify, "
+        "one report",
+        description="Ask every cluster for its metadata (bounded by --probe-timeout). Then apply gold's "
+        "translations, with every checkpoint the target holds read directly from it, each checkpoints "
+        "topic from its log start under the pipeline's replication policy, and, when every cluster "
+        "answers, each selected source group's commits and MM2's offset syncs beyond the pipeline's "
+        "read directly from the sources and translated as the pipeline would (no pipeline update: "
+        "--refresh always runs one first), with every guard of `apply`, read them back, and print one "
+        "report: each cluster's reachability, per group what was applied or refused, the method and "
+        "age of each translation, and the records to be re-read. No questions asked. Exit status as "
+        "`apply`: 0 every partition a selected source group committed is in place, 1 something failed "
+        "or nothing could be applied, 3 active groups refused, 4 some partition not placed (refused, "
+        "listed).",
     )
     add_apply_options(failover, sources=True)
     failover.add_argument(
@@ -53,16 +55,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=DEFAULT_PROBE_TIMEOUT_S,
         metavar="SECONDS",
         help="how long each cluster has to answer the first metadata request; a source that does not "
-        f"answer skips the refresh (default: {DEFAULT_PROBE_TIMEOUT_S:g})",
+        f"answer is not read (default: {DEFAULT_PROBE_TIMEOUT_S:g})",
     )
     failover.add_argument(
         "--refresh",
         type=RefreshMode,
         choices=list(RefreshMode),
         default=RefreshMode.AUTO,
-        help="auto: refresh only when every cluster answers (with a source down, the target's newest "
-        "checkpoints are read directly, without a pipeline update); always: refresh anyway; never: "
-        "fail over from gold and the checkpoint tail (default: auto)",
+        help="auto: no pipeline update; with every cluster answering the sources' group commits and "
+        "offset syncs are read directly, with a source down the target's newest checkpoints; always: a "
+        "pipeline update of what latest_offsets is computed from first (bounded by --refresh-timeout; a "
+        "failed one keeps gold as it was); never: gold and the checkpoint tail alone (default: auto)",
     )
     add_set_option(failover)
     failover.set_defaults(handler=handle_failover)

@@ -147,6 +147,7 @@ def failover_report(result: FailoverResult, *, details: bool = False) -> tuple[l
     out += refresh_lines(result)
     out += [cluster_health_line(health, applied.reference_time) for health in applied.health]
     out += tail_lines(applied)
+    out += live_lines(applied)
     out += k2k_search_lines(applied)
     out += placement_lines(applied)
     if applied.plan:
@@ -204,6 +205,25 @@ def refresh_lines(result: FailoverResult) -> list[str]:
     lines = [f"refresh: {verdict} in {refresh.seconds:.1f}s: {refresh.explanation} (log: {refresh.log_path})"]
     if refresh.restored_tables:
         lines.append(f"refresh: gold kept as it was before: {', '.join(refresh.restored_tables)}")
+    return lines
+
+
+def live_lines(result: ApplyResult) -> list[str]:
+    """What reading the sources now added to gold, and what could not be read."""
+    live = result.live
+    if live is None:
+        return []
+    merged, prefix = live.merge, "sources read now"
+    read = ", ".join(sorted(live.snapshots)) or "none"
+    lines = [
+        f"{prefix} ({read}): {merged.snapshots:,} group-partition(s) committed, {merged.translated:,} "
+        f"translated by offset syncs ({merged.new_syncs:,} sync record(s) beyond the pipeline's), "
+        f"{merged.replaced:,} newer than gold (method `offset_sync (tail)`; in offset_history after the "
+        "next pipeline update)"
+    ]
+    if merged.rejected:
+        lines.append(f"{prefix}: {merged.rejected:,} offset-sync record(s) did not decode: not used")
+    lines += [f"{prefix}: {alias}: {why}" for alias, why in live.gaps]
     return lines
 
 

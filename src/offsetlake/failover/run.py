@@ -1,21 +1,23 @@
 """``run_failover``: the one call an operator makes during an outage, typed.
 
 Every cluster is asked for its metadata at the start, all at once and bounded
-(``probe_timeout_s``), so the report says what is reachable *now*. A refresh runs only when it can
-add something: with every cluster answering, an update of the datasets ``latest_offsets`` is
-computed from (contract/refresh_selection.py) adds the offset-sync and mapping translations of the
-newest group snapshots. With a source down it could add only the target's newest checkpoints, and
-the apply reads those itself (``ApplyRequest.checkpoint_tail``) without a JVM, so no refresh is
-started: measured, that is most of a failover's time, and the part a busy machine breaks. Then
-``apply`` with every guard it has, verified by reading the offsets back. It asks nothing
-interactively.
+(``probe_timeout_s``), so the report says what is reachable *now*. No pipeline update runs by
+default (``RefreshMode.AUTO``): with every cluster answering, the apply reads the sources itself
+(``ApplyRequest.live_sources``: each selected group's commits and the offset syncs beyond what the
+pipeline ingested, translated by the pipeline's rules, apply/live_read.py), which is what an
+update of the datasets ``latest_offsets`` is computed from would add, at the cost of the new data
+instead of a JVM's start and a streaming update per bronze table (measured: 40-160 s of a failover
+whose every other phase took 2-50 s, benchmarks/README.md). With a source down only the target's
+newest checkpoints can be added, and the apply reads those itself (``ApplyRequest.checkpoint_tail``).
+``RefreshMode.ALWAYS`` runs the update first (the selection of contract/refresh_selection.py), so
+gold holds what the failover used before it is applied. Then ``apply`` with every guard it has,
+verified by reading the offsets back. It asks nothing interactively.
 
 A dead source costs no waiting of its own: its probe answers only at ``probe_timeout_s``. Clusters
 that answer do so within ``PROBE_GRACE_S``; when the probes have not decided by then, the apply
 reads gold, the checkpoint tail and the target and plans beside them, and waits for their decision
 before its first write (``run_apply``'s ``before_writes``). Should every cluster answer after all,
-those reads are dropped: the refresh needs the home alone and rewrites gold, and the apply reads
-gold again after it.
+those reads are dropped and the apply runs again with the sources read now.
 
 A failover goes first: a local sync loop on the same home (``pipeline run --every``) is asked to
 stand aside before anything reads the home (local/locks.py), and the failover waits a bounded
@@ -28,12 +30,13 @@ import contextlib
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
+from offsetlake.apply.live_read import LiveSource, LiveSources
 from offsetlake.apply.phases import PhaseClock, PhaseTimes
 from offsetlake.apply.run import ApplyRequest, ApplyResult, run_apply
 from offsetlake.apply.store import GoldStore
@@ -54,8 +57,10 @@ benchmarks/README.md), one that does not takes the whole probe timeout."""
 
 
 class RefreshMode(StrEnum):
-    """``auto``: refresh when every cluster answered the probe (otherwise a refresh could add only
-    the checkpoint tail the apply reads itself); ``always``: refresh anyway; ``never``: gold as it is."""
+    """``auto``: when every cluster answered the probe, read the sources now (each selected group's
+    commits, the offset syncs beyond the pipeline's: apply/live_read.py) instead of a pipeline
+    update; otherwise gold and the checkpoint tail. ``always``: a pipeline update first (gold then
+    holds the refresh in history); ``never``: gold and the checkpoint tail as they are."""
 
     AUTO = "auto"
     ALWAYS = "always"
@@ -123,8 +128,9 @@ def run_failover(
     echo: Callable[[str], None] | None = None,
     secrets: SecretsProvider | None = None,
 ) -> FailoverResult:
-    """Probe, refresh if it can add anything, then apply on the store ``gold_store`` opens (on
-    ``request.home``; opened after the refresh, as the refresh's Spark must have the home alone).
+    """Probe; refresh first with ``always``; then apply on the store ``gold_store`` opens (on
+    ``request.home``; opened after the refresh, as the refresh's Spark must have the home alone),
+    reading the sources too when every cluster answered.
     The apply reads and plans beside probes that have not decided within PROBE_GRACE_S."""
     clock = PhaseClock()
     with stand_aside_request(request.home) as aside, _Probes(request) as probes:
@@ -136,15 +142,23 @@ def run_failover(
         if not decided:
             applied, applied_phases = _apply_beside_probes(request, probes, gold_store, secrets)
             beside = "the apply's reads and plan" + (
-                "" if applied else " (dropped: every cluster answered, so gold was refreshed and read again)"
+                ""
+                if applied
+                else " (dropped: every cluster answered, so the apply ran again with the sources read)"
             )
         refresh = None
         if applied is None:
-            if probes.refreshes() and request.settings is not None:
-                beside = "the refresh and the apply" if decided else beside
-                with clock.phase("refresh"):
-                    refresh = _refresh(request, request.settings, echo)
-            applied = _apply(request, clock, gold_store, secrets)
+            apply_request = request.apply
+            if probes.reads_sources() and request.settings is not None:
+                if request.refresh is RefreshMode.ALWAYS:
+                    beside = "the refresh and the apply" if decided else beside
+                    with clock.phase("refresh"):
+                        refresh = _refresh(request, request.settings, echo)
+                else:
+                    apply_request = replace(
+                        apply_request, live_sources=live_sources(request, request.settings)
+                    )
+            applied = _apply(request, clock, gold_store, secrets, apply_request=apply_request)
             applied_phases += applied.phases  # after a dropped attempt's time, if any
         with clock.phase("probe"):
             checks = probes.checks()
@@ -164,8 +178,8 @@ def run_failover(
     )
 
 
-class _DroppedForRefreshError(Exception):
-    """Raised at the apply's first write when the probes decided to refresh."""
+class _DroppedForSourcesError(Exception):
+    """Raised at the apply's first write when the probes decided the sources are read."""
 
 
 def _apply_beside_probes(
@@ -175,25 +189,25 @@ def _apply_beside_probes(
     secrets: SecretsProvider | None,
 ) -> tuple[ApplyResult | None, PhaseTimes]:
     """The apply's reads and plan while the probes are out; its writes (the plan's audit, the
-    alters) only once they decided no refresh. None when they decided to refresh (gold read before
-    a refresh is stale), with the time the attempt took as ``probe``: waiting for the probes is all
-    it came to."""
+    alters) only once they decided the sources are not read. None when they decided they are (a
+    plan without them is staler than one with them), with the time the attempt took as ``probe``:
+    waiting for the probes is all it came to."""
     kept, dropped = PhaseClock(), PhaseClock()
 
-    def no_refresh_first() -> None:
+    def sources_not_read() -> None:
         with kept.phase("probe"):
-            if probes.refreshes():
-                raise _DroppedForRefreshError
+            if probes.reads_sources():
+                raise _DroppedForSourcesError
 
     with dropped.phase("probe"):
         try:
-            applied: ApplyResult | None = _apply(request, kept, gold_store, secrets, no_refresh_first)
-        except Exception:  # gold empty or refused before a refresh may be whole after it
-            if not probes.refreshes():
+            applied: ApplyResult | None = _apply(request, kept, gold_store, secrets, sources_not_read)
+        except Exception:  # gold empty or refused without the sources may be whole with them
+            if not probes.reads_sources():
                 raise
             applied = None
         with kept.phase("probe"):  # a run with nothing to plan writes nothing: it never asked
-            if applied is not None and probes.refreshes():
+            if applied is not None and probes.reads_sources():
                 applied = None
     if applied is None:
         return None, dropped.times()
@@ -206,11 +220,31 @@ def _apply(
     gold_store: Callable[[], GoldStore],
     secrets: SecretsProvider | None,
     before_writes: Callable[[], None] | None = None,
+    *,
+    apply_request: ApplyRequest | None = None,
 ) -> ApplyResult:
     with clock.phase("gold"):  # opening the store is part of reading gold
         store = gold_store()
     with contextlib.closing(store):
-        return run_apply(request.apply, store=store, secrets=secrets, before_writes=before_writes)
+        return run_apply(
+            apply_request or request.apply, store=store, secrets=secrets, before_writes=before_writes
+        )
+
+
+def live_sources(request: FailoverRequest, settings: PipelineSettings) -> LiveSources:
+    """Every source the failover probed, read now with the pipeline's settings (they all answered)."""
+    return LiveSources(
+        sources=tuple(
+            LiveSource(cluster.name, cluster.config)
+            for cluster in request.clusters
+            if cluster.role == "source"
+        ),
+        policy=settings.policy,
+        target_alias=settings.target_alias,
+        offset_syncs_location=settings.offset_syncs_location,
+        groups_include=settings.groups_include,
+        groups_exclude=settings.groups_exclude or None,
+    )
 
 
 def _refresh(
@@ -229,9 +263,10 @@ def _refresh(
 
 
 class _Probes:
-    """Every cluster's probe, in threads from the failover's start, and the refresh decision they
-    settle as soon as it is known: a cluster that did not answer means no refresh (``auto``), every
-    cluster answering means a refresh; ``always`` and ``never`` are known before any answer."""
+    """Every cluster's probe, in threads from the failover's start, and the decision they settle as
+    soon as it is known: a cluster that did not answer means gold and the checkpoint tail alone
+    (``auto``), every cluster answering means the sources are read too; ``always`` and ``never``
+    are known before any answer."""
 
     def __init__(self, request: FailoverRequest) -> None:
         self._request = request
@@ -269,8 +304,9 @@ class _Probes:
     def all_answered(self) -> bool:
         return all(future.done() for future in self._futures)
 
-    def refreshes(self) -> bool:
-        """Whether the failover refreshes, once the probes decided (waits for that)."""
+    def reads_sources(self) -> bool:
+        """Whether the failover reads the sources (a pipeline update with ``always``, the apply's own
+        reads with ``auto``), once the probes decided (waits for that)."""
         self._settled.wait()
         if self._decided_by_mode():
             return self._request.settings is not None and self._request.refresh is RefreshMode.ALWAYS
@@ -302,4 +338,7 @@ def _why_no_refresh(request: FailoverRequest, checks: tuple[ClusterCheck, ...]) 
     down = [f"{check.role} {check.name}" for check in checks if not check.probe.reachable]
     if down:
         return f"{', '.join(down)} did not answer: the target's newest checkpoints are read directly"
-    return None
+    return (
+        "every cluster answered: the sources' group commits and offset syncs are read directly, "
+        "without a pipeline update (--refresh always runs one first)"
+    )

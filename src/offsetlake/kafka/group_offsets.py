@@ -9,7 +9,7 @@ silently missing from it. data_sources/offsetlake_group_offsets.py serves these 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -51,8 +51,10 @@ def snapshot_group_offsets(
     timeout_s: float,
     *,
     max_in_flight: int = MAX_GROUPS_IN_FLIGHT,
+    wanted: Callable[[str], bool] | None = None,
 ) -> list[GroupOffset]:
-    """The committed offsets of every selected group, with its state, as of now.
+    """The committed offsets of every selected group, with its state, as of now (``wanted``: only
+    the groups it keeps of those, e.g. a failover's selection).
 
     ``config`` is a librdkafka client config. Raises GroupSnapshotError if any group failed, so a
     partial snapshot is never mistaken for a complete one. ``timeout_s`` bounds each request, not
@@ -66,7 +68,7 @@ def snapshot_group_offsets(
             group_ids = kafka_admin.list_group_ids(admin, timeout_s=timeout_s)
         except KafkaAdminError as error:
             raise GroupSnapshotError(str(error)) from error
-        groups = selected.select(group_ids)
+        groups = [group for group in selected.select(group_ids) if wanted is None or wanted(group)]
         if not groups:
             return []
         states, describe_failures = kafka_admin.describe_group_states(admin, groups, timeout_s=timeout_s)
