@@ -75,15 +75,14 @@ def read_live(
     """Gold's rows (``gold``: after the checkpoint tail) with what the sources say now: every
     source's snapshot and syncs read at once, each bounded by ``timeout_s`` without progress."""
     gaps: list[tuple[str, str]] = []
-    with ThreadPoolExecutor(max_workers=2 * len(live.sources), thread_name_prefix="live") as pool:
-        snapshots = {s.alias: pool.submit(_snapshot, live, s, selection, timeout_s) for s in live.sources}
-        on_target = pool.submit(_sync_tail, live, target, None, timeout_s)
-        tails = {
-            s.alias: pool.submit(_sync_tail, live, s.config, s.alias, timeout_s)
-            if live.offset_syncs_location == "source"
-            else on_target
-            for s in live.sources
-        }
+    with ThreadPoolExecutor(max_workers=2 * len(live.sources) or 1, thread_name_prefix="live") as pool:
+        sources = live.sources
+        snapshots = {s.alias: pool.submit(_snapshot, live, s, selection, timeout_s) for s in sources}
+        if live.offset_syncs_location == "source":
+            tails = {s.alias: pool.submit(_sync_tail, live, s.config, s.alias, timeout_s) for s in sources}
+        else:  # one read of the target's syncs topics, each record's source named by its topic
+            on_target = pool.submit(_sync_tail, live, target, None, timeout_s)
+            tails = dict.fromkeys((s.alias for s in sources), on_target)
         read = {alias: _snapshot_or_gap(future, alias, gaps) for alias, future in snapshots.items()}
         synced = {alias: _syncs_or_gap(future.result(), alias, gaps) for alias, future in tails.items()}
     by_key = {gold_key(offset): offset for offset in gold}
