@@ -242,7 +242,9 @@ def main(argv: list[str] | None = None) -> None:
                     simulator.create_topic(topic, count)
                 scale = Scale(pair, simulator, shape, options.records)
                 for kind in options.home:
-                    if kind == "refreshed" and "fresh" not in options.home:
+                    # Before "refreshed", the pipeline has run on the home: the fresh failover's full
+                    # update did it with --refresh always; otherwise one update here.
+                    if kind == "refreshed" and ("fresh" not in options.home or options.refresh == "auto"):
                         scale.new_round()
                         seconds, code, _ = run_cli(
                             home, ["pipeline", "run", *scale.flags(options.cluster_timeout_ms)]
