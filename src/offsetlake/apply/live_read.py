@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Self
 
 from offsetlake.apply.live_syncs import LiveMerge, SyncIndex, merge_live, translated_snapshot, with_new_syncs
 from offsetlake.apply.placement import TopicRouting
@@ -62,6 +63,58 @@ class LiveRead:
     gaps: tuple[tuple[str, str], ...] = ()
 
 
+class SourceReads:
+    """Every source's snapshot and syncs, read in threads from construction (beside whatever the
+    run reads meanwhile: the checkpoint tail), each bounded by ``timeout_s`` without progress;
+    :meth:`merged` waits for them. Leaving the block waits for any read still out."""
+
+    def __init__(
+        self, live: LiveSources, *, target: Mapping[str, str], selection: Selection, timeout_s: float
+    ) -> None:
+        self._live = live
+        sources = live.sources
+        self._pool = ThreadPoolExecutor(max_workers=2 * len(sources) or 1, thread_name_prefix="live")
+        self._snapshots = {
+            s.alias: self._pool.submit(_snapshot, live, s, selection, timeout_s) for s in sources
+        }
+        if live.offset_syncs_location == "source":
+            self._tails = {
+                s.alias: self._pool.submit(_sync_tail, live, s.config, s.alias, timeout_s) for s in sources
+            }
+        else:  # one read of the target's syncs topics, each record's source named by its topic
+            on_target = self._pool.submit(_sync_tail, live, target, None, timeout_s)
+            self._tails = dict.fromkeys((s.alias for s in sources), on_target)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._pool.shutdown(wait=True)
+
+    def merged(self, store: GoldStore, gold: Sequence[GoldOffset], precedence: Sequence[str]) -> LiveRead:
+        """Gold's rows (``gold``: after the checkpoint tail) with what the sources say now."""
+        gaps: list[tuple[str, str]] = []
+        read = {alias: _snapshot_or_gap(future, alias, gaps) for alias, future in self._snapshots.items()}
+        synced = {alias: _syncs_or_gap(future.result(), alias, gaps) for alias, future in self._tails.items()}
+        by_key = {gold_key(offset): offset for offset in gold}
+        naming = TopicRouting(self._live.policy, self._live.target_alias)
+        translated: list[GoldOffset] = []
+        new_syncs = rejected = 0
+        done = {alias: snapshot for alias, snapshot in read.items() if snapshot is not None}
+        for alias, snapshot in done.items():
+            records = [record for record in synced[alias] if record.source_cluster == alias]
+            silver = store.offset_syncs(alias, {row.topic for row in snapshot})
+            history, added = with_new_syncs(silver, records, store.offset_sync_positions(alias))
+            new_syncs += added
+            rejected += sum(1 for record in records if record.sync is None)
+            translated += translated_snapshot(alias, snapshot, SyncIndex(history), naming, by_key)
+        offsets, replaced = merge_live(gold, translated, precedence)
+        merge = LiveMerge(
+            offsets, sum(map(len, done.values())), len(translated), replaced, new_syncs, rejected
+        )
+        return LiveRead(merge, done, tuple(gaps))
+
+
 def read_live(
     live: LiveSources,
     *,
@@ -72,36 +125,9 @@ def read_live(
     precedence: Sequence[str],
     timeout_s: float,
 ) -> LiveRead:
-    """Gold's rows (``gold``: after the checkpoint tail) with what the sources say now: every
-    source's snapshot and syncs read at once, each bounded by ``timeout_s`` without progress."""
-    gaps: list[tuple[str, str]] = []
-    with ThreadPoolExecutor(max_workers=2 * len(live.sources) or 1, thread_name_prefix="live") as pool:
-        sources = live.sources
-        snapshots = {s.alias: pool.submit(_snapshot, live, s, selection, timeout_s) for s in sources}
-        if live.offset_syncs_location == "source":
-            tails = {s.alias: pool.submit(_sync_tail, live, s.config, s.alias, timeout_s) for s in sources}
-        else:  # one read of the target's syncs topics, each record's source named by its topic
-            on_target = pool.submit(_sync_tail, live, target, None, timeout_s)
-            tails = dict.fromkeys((s.alias for s in sources), on_target)
-        read = {alias: _snapshot_or_gap(future, alias, gaps) for alias, future in snapshots.items()}
-        synced = {alias: _syncs_or_gap(future.result(), alias, gaps) for alias, future in tails.items()}
-    by_key = {gold_key(offset): offset for offset in gold}
-    naming = TopicRouting(live.policy, live.target_alias)
-    translated: list[GoldOffset] = []
-    new_syncs = rejected = 0
-    for alias, snapshot in read.items():
-        if snapshot is None:
-            continue
-        records = [record for record in synced[alias] if record.source_cluster == alias]
-        silver = store.offset_syncs(alias, {row.topic for row in snapshot})
-        history, added = with_new_syncs(silver, records, store.offset_sync_positions(alias))
-        new_syncs += added
-        rejected += sum(1 for record in records if record.sync is None)
-        translated += translated_snapshot(alias, snapshot, SyncIndex(history), naming, by_key)
-    offsets, replaced = merge_live(gold, translated, precedence)
-    done = {alias: snapshot for alias, snapshot in read.items() if snapshot is not None}
-    merge = LiveMerge(offsets, sum(map(len, done.values())), len(translated), replaced, new_syncs, rejected)
-    return LiveRead(merge, done, tuple(gaps))
+    """:class:`SourceReads` started and merged at once."""
+    with SourceReads(live, target=target, selection=selection, timeout_s=timeout_s) as reads:
+        return reads.merged(store, gold, precedence)
 
 
 def _snapshot_or_gap(

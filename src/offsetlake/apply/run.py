@@ -24,10 +24,11 @@ never asks, and never looks for a home.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
@@ -41,7 +42,7 @@ from offsetlake.apply import audit
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
 from offsetlake.apply.k2k_search import K2KTracing, SearchedNow, merge_searched, search_newest_snapshots
-from offsetlake.apply.live_read import LiveRead, LiveSources, read_live
+from offsetlake.apply.live_read import LiveRead, LiveSources, SourceReads
 from offsetlake.apply.live_syncs import METHOD as LIVE_METHOD
 from offsetlake.apply.phases import PhaseClock, PhaseTimes
 from offsetlake.apply.placement import METHOD as PLACEMENT_METHOD
@@ -430,18 +431,19 @@ def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOf
                 request.as_of, precedence=request.method_precedence, selection=request.selection
             )
     else:
-        with run.clock.phase("gold"):
-            offsets = store.latest_offsets(request.selection)  # --tail-only too: the fresher row wins
-        if request.checkpoint_tail is not None:
+        with _source_reads(run) as reads:  # beside gold and the checkpoint tail
             with run.clock.phase("gold"):
-                _refuse_truncated_gold(run, offsets)
-            with run.clock.phase("tail"):
-                result = _merged_tail(run, result, offsets, request.checkpoint_tail)
-            offsets = list(result.tail_merge.offsets) if result.tail_merge else offsets
-        if request.live_sources is not None:
-            with run.clock.phase("source"):
-                result = replace(result, live=_read_sources_now(run, offsets, request.live_sources))
-            offsets = list(result.live.merge.offsets) if result.live else offsets
+                offsets = store.latest_offsets(request.selection)  # --tail-only too: the fresher row wins
+            if request.checkpoint_tail is not None:
+                with run.clock.phase("gold"):
+                    _refuse_truncated_gold(run, offsets)
+                with run.clock.phase("tail"):
+                    result = _merged_tail(run, result, offsets, request.checkpoint_tail)
+                offsets = list(result.tail_merge.offsets) if result.tail_merge else offsets
+            if reads is not None:
+                with run.clock.phase("source"):  # what is left of them after gold and the tail
+                    live = reads.merged(run.store, offsets, request.method_precedence)
+                result, offsets = replace(result, live=live), list(live.merge.offsets)
         if request.k2k_tracing is not None:
             with run.clock.phase("k2k"):
                 result = _searched_now(run, result, offsets, request.k2k_tracing)
@@ -512,16 +514,17 @@ def _merged_tail(
     return replace(result, tail_merge=merged, unread_sources=tuple(sorted(unread.items())))
 
 
-def _read_sources_now(run: _Run, offsets: list[GoldOffset], live: LiveSources) -> LiveRead:
-    return read_live(
-        live,
-        target=run.config,
-        store=run.store,
-        gold=offsets,
-        selection=run.request.selection,
-        precedence=run.request.method_precedence,
-        timeout_s=run.request.timeout_s,
-    )
+@contextlib.contextmanager
+def _source_reads(run: _Run) -> Iterator[SourceReads | None]:
+    """The sources' reads (``request.live_sources``), started now; None without them."""
+    live = run.request.live_sources
+    if live is None:
+        yield None
+        return
+    with SourceReads(
+        live, target=run.config, selection=run.request.selection, timeout_s=run.request.timeout_s
+    ) as reads:
+        yield reads
 
 
 def _newest_snapshots(run: _Run, result: ApplyResult) -> dict[str, list[GroupOffset]]:
