@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from offsetlake.failover.run import DEFAULT_PROBE_TIMEOUT_S
 from offsetlake.kafka.admin import list_committed_offsets
@@ -167,7 +168,7 @@ def _socket_errors(log: Path) -> int:
 class SecondPipeline:
     """``offsetlake pipeline run`` on another home in a loop, in a process group of its own."""
 
-    def __init__(self, scenario: Scenario, home: Path) -> None:
+    def __init__(self, scenario: Flagged, home: Path) -> None:
         loop = "import subprocess, sys\nwhile True: subprocess.run(sys.argv[1:])\n"
         self.home = home
         self.output = (home / "second-pipeline.out").open("wb")
@@ -200,8 +201,14 @@ class SecondPipeline:
         return _socket_errors(self.home / "second-pipeline.out")
 
 
+class Flagged(Protocol):
+    """What the second pipeline needs of a scenario: the pair named on the command line."""
+
+    def flags(self) -> list[str]: ...
+
+
 @contextmanager
-def load(kind: str, scenario: Scenario, cpu_hogs: int) -> Iterator[None]:
+def load(kind: str, scenario: Flagged, cpu_hogs: int) -> Iterator[None]:
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cpu_hogs)]
     second = None
     try:

@@ -44,9 +44,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from types import FrameType
+from types import FrameType, SimpleNamespace
 
-from bench_failover import COMMAND_TIMEOUT_S, OFFSETLAKE, SOURCE_ALIAS, TARGET_ALIAS, _commit
+from bench_failover import COMMAND_TIMEOUT_S, OFFSETLAKE, SOURCE_ALIAS, TARGET_ALIAS, _commit, load
 from offsetlake.kafka.admin import list_committed_offsets_of_groups
 from offsetlake.kafka.clients import admin
 from offsetlake.local.home import HOME_ENV
@@ -207,6 +207,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--probe-timeout", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, help="the failover's --concurrency (default: its own)")
     parser.add_argument(
+        "--load",
+        choices=["idle", "second-pipeline"],
+        default="idle",
+        help="second-pipeline: `offsetlake pipeline run` on another home against the same pair, again and "
+        "again, during each failover (bench_failover.py's load)",
+    )
+    parser.add_argument(
         "--refresh",
         choices=["auto", "always"],
         default="auto",
@@ -221,7 +228,8 @@ def main(argv: list[str] | None = None) -> None:
         f"({'+'.join(map(str, shape.topics.values()))} = {sum(shape.topics.values())} partitions), "
         f"{shape.group_partitions:,} group-partitions, {options.records} records a partition a round; "
         f"homes {' '.join(options.home)}, source {' '.join(options.source)}, probe timeout "
-        f"{options.probe_timeout:g}s, cluster timeout {options.cluster_timeout_ms or 'default'} ms; "
+        f"{options.probe_timeout:g}s, cluster timeout {options.cluster_timeout_ms or 'default'} ms, "
+        f"--refresh {options.refresh}, load {options.load}; "
         f"commit {_commit()}; "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
@@ -267,8 +275,9 @@ def measure(scale: Scale, home: Path, kind: str, source: str, options: argparse.
     log.unlink(missing_ok=True)
     extra = ["--concurrency", str(options.concurrency)] if options.concurrency else []
     args = ["failover", "--probe-timeout", f"{options.probe_timeout:g}", "--refresh", options.refresh, *extra]
-    with source_state(scale.pair, source):
-        seconds, code, lines = run_cli(home, [*args, *scale.flags(options.cluster_timeout_ms)])
+    flags = scale.flags(options.cluster_timeout_ms)
+    with load(options.load, SimpleNamespace(flags=lambda: flags), 0), source_state(scale.pair, source):
+        seconds, code, lines = run_cli(home, [*args, *flags])
     for line in lines:
         if line.startswith(SHOWN):
             print(f"  {line[:300]}")
