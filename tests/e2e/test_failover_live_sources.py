@@ -20,80 +20,38 @@ the first record the group had not processed.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from offsetlake_dev.local_cluster import ClusterPair
 from offsetlake_dev.simulate import MirrorSimulator
-from tests.e2e.replicated_pair import SOURCE_ALIAS, TARGET_ALIAS, private_pair
-from tests.kafka_helpers import committed_offsets
-from tests.process_helpers import offsetlake_cli
+from tests.e2e.replicated_pair import (
+    PARTITIONS,
+    SOURCE_ALIAS,
+    TOPIC,
+    SimulatedPair,
+    private_pair,
+    replicate_past_a_filtered_start,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-TOPIC = "orders"
-PARTITIONS = 2
-FILTERED_FIRST = 3
 GROUPS = {"checked": {0: 12, 1: 9}, "unchecked": {0: 10, 1: 14}, "zero": {0: 0, 1: 0}}
 CHECKPOINTED = ("checked", "zero")
-COMMAND_TIMEOUT_S = 600
-
-
-@dataclass
-class Scenario:
-    home: Path
-    clusters: ClusterPair
-    simulator: MirrorSimulator
-    committed_on_source: dict[str, dict[int, int]]
-
-    @property
-    def remote_topic(self) -> str:
-        return self.simulator.settings.remote_topic(TOPIC)
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return offsetlake_cli(self.home, *args, timeout_s=COMMAND_TIMEOUT_S)
-
-    def flags(self) -> list[str]:
-        return [
-            "--target", self.clusters.target.bootstrap_servers,
-            "--target-alias", TARGET_ALIAS,
-            "--source", f"{SOURCE_ALIAS}={self.clusters.source.bootstrap_servers}",
-            "--set", "offsetlake.cluster.timeout.ms=5000",
-        ]  # fmt: skip
-
-    def commit_on_source(self, group: str, offsets: dict[int, int]) -> None:
-        self.simulator.commit_source_group(group, {(TOPIC, p): offset for p, offset in offsets.items()})
-        self.committed_on_source[group] = offsets
-
-    def assert_nothing_skipped(self, group: str) -> None:
-        keys = [(self.remote_topic, p) for p in range(PARTITIONS)]
-        found = committed_offsets(self.clusters.target.bootstrap_servers, group, keys)
-        committed = {p: offset for (_, p), offset in found.items()}
-        for partition, upstream in self.committed_on_source[group].items():
-            owed = self.simulator.ground_truth.first_unprocessed(TOPIC, partition, upstream)
-            assert owed is not None, (group, partition)
-            assert 0 <= committed[partition] <= owed.target_offset, (group, partition, committed, owed)
 
 
 @pytest.fixture(scope="module")
-def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimulatedPair]:
     if os.environ.get("OFFSETLAKE_TEST_SOURCE_BOOTSTRAP"):
         pytest.skip("a private local pair keeps the syncs topic to this scenario")
     root = tmp_path_factory.mktemp("live_sources")
     home = root / "home"
     home.mkdir()
     with private_pair(root) as (clusters, settings), MirrorSimulator(settings) as simulator:
-        simulator.create_topic(TOPIC, PARTITIONS)
-        simulator.produce(TOPIC, FILTERED_FIRST, filter_every=1)
-        simulator.produce(TOPIC, 25, transaction_size=5)
-        simulator.replicate()
-        simulator.commit()
-        scenario = Scenario(home, clusters, simulator, {})
+        replicate_past_a_filtered_start(simulator)
+        scenario = SimulatedPair(home, clusters, simulator, {})
         for group, offsets in GROUPS.items():
             scenario.commit_on_source(group, dict(offsets))
         simulator.emit_checkpoints(CHECKPOINTED)
@@ -101,7 +59,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
 
 
 def test_a_failover_on_a_home_no_update_ran_on_reads_the_sources_and_places_every_partition(
-    scenario: Scenario,
+    scenario: SimulatedPair,
 ) -> None:
     run = scenario.cli("failover", *scenario.flags())
     report = run.stdout + run.stderr
@@ -117,7 +75,7 @@ def test_a_failover_on_a_home_no_update_ran_on_reads_the_sources_and_places_ever
 
 
 def test_groups_that_moved_or_appeared_since_the_last_update_are_placed_from_the_sources(
-    scenario: Scenario,
+    scenario: SimulatedPair,
 ) -> None:
     update = scenario.cli("pipeline", "run", *scenario.flags())
     assert update.returncode == 0, update.stdout[-4000:]
@@ -138,17 +96,13 @@ def test_groups_that_moved_or_appeared_since_the_last_update_are_placed_from_the
     assert log.stat().st_mtime_ns == updated, "no pipeline update ran"
     for group in [*GROUPS, "late"]:
         scenario.assert_nothing_skipped(group)
-    checked = committed_offsets(
-        scenario.clusters.target.bootstrap_servers,
-        "checked",
-        [(scenario.remote_topic, p) for p in range(PARTITIONS)],
-    )
+    checked = scenario.on_target("checked")
     gold = {
         row["partition"]: row["downstream_offset"]
         for row in _rows(scenario.home, "latest_offsets")
         if row["consumer_group"] == "checked"
     }
-    assert all(checked[(scenario.remote_topic, p)] > gold[p] for p in range(PARTITIONS)), (checked, gold)
+    assert all(checked[p] > gold[p] for p in range(PARTITIONS)), (checked, gold)
 
 
 def _rows(home: Path, table: str) -> list[dict[str, object]]:

@@ -22,23 +22,23 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from offsetlake_dev.local_cluster import ClusterPair, paused
+from offsetlake_dev.local_cluster import paused
 from offsetlake_dev.simulate import MirrorSimulator
-from tests.e2e.replicated_pair import SOURCE_ALIAS, TARGET_ALIAS, private_pair
-from tests.kafka_helpers import committed_offsets, produce
-from tests.process_helpers import offsetlake_cli
+from tests.e2e.replicated_pair import (
+    PARTITIONS,
+    SOURCE_ALIAS,
+    TOPIC,
+    SimulatedPair,
+    private_pair,
+    replicate_past_a_filtered_start,
+)
+from tests.kafka_helpers import produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
-TOPIC = "orders"
-PARTITIONS = 2
-FILTERED_FIRST = 3
-"""Records at the start of each partition a filtering SMT drops: never on the target."""
 GROUPS = {
     "zero": {0: 0, 1: 0},
     "mid": {0: 12, 1: 9},
@@ -47,52 +47,12 @@ GROUPS = {
 }
 CHECKPOINTED = ("zero", "mid", "rewound")
 """The groups MM2's checkpoint task reads (``unchecked`` is outside its group filter, say)."""
-COMMAND_TIMEOUT_S = 600
 
 
-@dataclass
-class Scenario:
-    home: Path
-    clusters: ClusterPair
-    simulator: MirrorSimulator
-    committed_on_source: dict[str, dict[int, int]]
-
-    @property
-    def remote_topic(self) -> str:
-        return self.simulator.settings.remote_topic(TOPIC)
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return offsetlake_cli(self.home, *args, timeout_s=COMMAND_TIMEOUT_S)
-
-    def flags(self) -> list[str]:
-        return [
-            "--target", self.clusters.target.bootstrap_servers,
-            "--target-alias", TARGET_ALIAS,
-            "--source", f"{SOURCE_ALIAS}={self.clusters.source.bootstrap_servers}",
-            "--set", "offsetlake.cluster.timeout.ms=5000",
-        ]  # fmt: skip
-
+class Scenario(SimulatedPair):
     def failover_with_source_down(self, *extra: str) -> subprocess.CompletedProcess[str]:
         with paused(self.clusters.source):
             return self.cli("failover", *self.flags(), "--probe-timeout", "3", *extra)
-
-    def on_target(self, group: str) -> dict[int, int]:
-        keys = [(self.remote_topic, p) for p in range(PARTITIONS)]
-        found = committed_offsets(self.clusters.target.bootstrap_servers, group, keys)
-        return {p: offset for (_, p), offset in found.items()}
-
-    def assert_nothing_skipped(self, group: str) -> dict[int, int]:
-        """Every partition the group committed on the source is committed on the target at or before
-        the target offset of the first record it had not processed; the re-reads per partition."""
-        committed = self.on_target(group)
-        assert set(committed) == set(self.committed_on_source[group]), (group, committed)
-        rereads = {}
-        for partition, upstream in self.committed_on_source[group].items():
-            owed = self.simulator.ground_truth.first_unprocessed(TOPIC, partition, upstream)
-            assert owed is not None, (group, partition)
-            assert 0 <= committed[partition] <= owed.target_offset, (group, partition, committed, owed)
-            rereads[partition] = owed.target_offset - committed[partition]
-        return rereads
 
 
 @pytest.fixture(scope="module")
@@ -103,11 +63,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     home = root / "home"
     home.mkdir()
     with private_pair(root) as (clusters, settings), MirrorSimulator(settings) as simulator:
-        simulator.create_topic(TOPIC, PARTITIONS)
-        simulator.produce(TOPIC, FILTERED_FIRST, filter_every=1)
-        simulator.produce(TOPIC, 25, transaction_size=5)
-        simulator.replicate()
-        simulator.commit()
+        replicate_past_a_filtered_start(simulator)
         for group, offsets in GROUPS.items():
             simulator.commit_source_group(group, {(TOPIC, p): offset for p, offset in offsets.items()})
         emitted = simulator.emit_checkpoints(CHECKPOINTED)

@@ -3,7 +3,7 @@ translation oracle, the snapshot's rows and how they compete with gold's."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from hypothesis import given
@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 from offsetlake.apply.live_syncs import SyncIndex, merge_live, translated_snapshot, with_new_syncs
 from offsetlake.apply.placement import TopicRouting
 from offsetlake.codecs.mm2 import OffsetSync
-from offsetlake.contract.gold import GoldOffset
 from offsetlake.kafka.group_offsets import GroupOffset
 from offsetlake.kafka.offset_sync_tail import SyncRecord
 from offsetlake.mirror.policy import ReplicationPolicy
 from offsetlake.mirror.precedence import METHODS
 from offsetlake.mirror.translation import translate
+from tests.unit.test_tail_merge import T0, gold
 
-T0 = datetime(2026, 11, 28, 8, 0, tzinfo=UTC)
 NOW = T0 + timedelta(minutes=5)
+"""The sources are read after gold's last observation (T0 - 1 minute)."""
 SYNCS_TOPIC = "mm2-offset-syncs.dr.internal"
 NAMING = TopicRouting(ReplicationPolicy(), "dr")
 
@@ -31,22 +31,6 @@ def record(topic: str, partition: int, offset: int, sync: OffsetSync | None) -> 
 
 def committed(group: str, offset: int, *, topic: str = "orders", partition: int = 0) -> GroupOffset:
     return GroupOffset(group, "EMPTY", topic, partition, offset, "m", NOW)
-
-
-def gold(group: str, upstream: int, downstream: int, method: str, **extra: object) -> GoldOffset:
-    values: dict[str, object] = {
-        "source_cluster": "primary",
-        "consumer_group": group,
-        "topic": "primary.orders",
-        "partition": 0,
-        "downstream_offset": downstream,
-        "source_timestamp": T0,
-        "method": method,
-        "observed_at": T0 + timedelta(minutes=1),
-        "upstream_offset": upstream,
-    }
-    values.update(extra)
-    return GoldOffset(**values)  # type: ignore[arg-type]
 
 
 histories = st.lists(
@@ -104,7 +88,8 @@ def test_a_translation_gold_already_has_keeps_its_version() -> None:
     moved = gold("g2", 9, 7, "offset_sync")
     found = {("primary", r.consumer_group, r.topic, r.partition): r for r in (same, moved)}
     rows = translated_snapshot("primary", [committed("g1", 10), committed("g2", 10)], index, NAMING, found)
-    assert [(r.consumer_group, r.source_timestamp) for r in rows] == [("g1", T0), ("g2", NOW)]
+    kept = [(r.consumer_group, r.source_timestamp) for r in rows]
+    assert kept == [("g1", same.source_timestamp), ("g2", NOW)]
 
 
 def test_a_live_translation_replaces_older_rows_of_every_method_but_a_preferred_one_of_its_offset() -> None:
