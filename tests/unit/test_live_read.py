@@ -15,6 +15,8 @@ import pytest
 from offsetlake.apply import live_read
 from offsetlake.apply.live_read import LiveSource, LiveSources, read_live
 from offsetlake.apply.planner import Selection
+from offsetlake.apply.run import ApplyRequest, ApplyResult, ApplyStatus
+from offsetlake.cli.render import live_lines
 from offsetlake.codecs.mm2 import OffsetSync
 from offsetlake.contract.gold import GoldOffset
 from offsetlake.kafka.group_offsets import GroupOffset, GroupSnapshotError
@@ -164,3 +166,22 @@ def test_at_location_target_the_syncs_are_read_once_on_the_target_for_every_sour
         ("east", 1),
         ("west", 4),
     }
+
+
+def test_the_report_says_what_the_sources_added_and_every_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+    def snapshot(alias: str) -> list[GroupOffset]:
+        if alias == "west":
+            raise GroupSnapshotError("timed out")
+        return [_commit("a", 12)]
+
+    bad = SyncRecord("east", SYNCS, 0, 3, None, "truncated")
+    read = _read(monkeypatch, _sources("east", "west"), snapshot, lambda _: _tail(bad))
+    result = ApplyResult(ApplyRequest(dry_run=True), "run", ApplyStatus.OK, "target", "audit", NOW, live=read)
+
+    assert live_lines(result) == [
+        "sources read now (east): 1 group-partition(s) committed, 1 translated by offset syncs (0 sync "
+        "record(s) beyond the pipeline's), 1 newer than gold (method `offset_sync (tail)`; in offset_history "
+        "after the next pipeline update)",
+        "sources read now: 1 offset-sync record(s) did not decode: not used",
+        "sources read now: west: its groups could not be read now (timed out): planned from gold's snapshot",
+    ]
