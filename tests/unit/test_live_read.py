@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from offsetlake.apply import live_read
-from offsetlake.apply.live_read import LiveSource, LiveSources, read_live
+from offsetlake.apply.live_read import LiveSource, LiveSources, SourceReads
 from offsetlake.apply.planner import Selection
 from offsetlake.apply.run import ApplyRequest, ApplyResult, ApplyStatus
 from offsetlake.cli.render import live_lines
@@ -65,15 +65,9 @@ def _read(
 
     monkeypatch.setattr(live_read, "snapshot_group_offsets", fake_snapshot)
     monkeypatch.setattr(live_read, "read_offset_sync_tail", fake_syncs)
-    return read_live(
-        live,
-        target={"bootstrap.servers": "target:9092"},
-        store=SilverSyncs(),  # type: ignore[arg-type]
-        gold=gold or [],
-        selection=Selection(),
-        precedence=METHODS,
-        timeout_s=5.0,
-    )
+    target = {"bootstrap.servers": "target:9092"}
+    with SourceReads(live, target=target, selection=Selection(), timeout_s=5.0) as reads:
+        return reads.merged(SilverSyncs(), gold or [], METHODS)  # type: ignore[arg-type]
 
 
 def _commit(group: str, offset: int) -> GroupOffset:

@@ -115,21 +115,6 @@ class SourceReads:
         return LiveRead(merge, done, tuple(gaps))
 
 
-def read_live(
-    live: LiveSources,
-    *,
-    target: Mapping[str, str],
-    store: GoldStore,
-    gold: Sequence[GoldOffset],
-    selection: Selection,
-    precedence: Sequence[str],
-    timeout_s: float,
-) -> LiveRead:
-    """:class:`SourceReads` started and merged at once."""
-    with SourceReads(live, target=target, selection=selection, timeout_s=timeout_s) as reads:
-        return reads.merged(store, gold, precedence)
-
-
 def _snapshot_or_gap(
     future: Future[list[GroupOffset]], alias: str, gaps: list[tuple[str, str]]
 ) -> list[GroupOffset] | None:
