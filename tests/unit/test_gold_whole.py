@@ -21,7 +21,6 @@ import pytest
 from offsetlake.apply import run as apply_run
 from offsetlake.apply.planner import Selection
 from offsetlake.apply.run import ApplyRequest, ApplyStatus, run_apply
-from offsetlake.apply.target_state import TargetGroups
 from offsetlake.cli import pipeline as cli_pipeline
 from offsetlake.cli import stores
 from offsetlake.cli.context import Context
@@ -302,11 +301,10 @@ def test_tail_only_on_a_healthy_gold_keeps_golds_fresher_translation(monkeypatch
     tail = CheckpointTail((stale,), ("east.checkpoints.internal",), 0.1)
     monkeypatch.setattr(apply_run, "read_checkpoint_tail", lambda *args, **kwargs: tail)
 
-    def planned(run: Any, admin: Any, offsets: list[GoldOffset], *_: Any) -> None:
+    def planned(run: Any, admin: Any, offsets: list[GoldOffset]) -> None:
         raise _PlannedError(list(offsets))
 
     monkeypatch.setattr(apply_run, "_read_target", planned)
-    monkeypatch.setattr(apply_run, "read_target_groups", lambda *_, **__: TargetGroups(frozenset(), {}))
     store = Gold()
     store.answers |= {"latest_offsets": [fresh], "count_translations": 1, "failover_data_loss": []}
     request = ApplyRequest(

@@ -29,8 +29,6 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from collections.abc import Set as AbstractSet
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import IntEnum
@@ -86,7 +84,7 @@ from offsetlake.apply.reasons import (
 from offsetlake.apply.store import GoldStore
 from offsetlake.apply.tail_gaps import unread_sources
 from offsetlake.apply.tail_merge import TailMerge, merge_tail
-from offsetlake.apply.target_state import TargetGroups, read_target_groups, read_target_state
+from offsetlake.apply.target_state import read_target_state
 from offsetlake.audit_ids import new_run_id
 from offsetlake.contract.gold import ClusterHealth, GoldOffset, GoldTableError, GroupDataLoss, table_name
 from offsetlake.contract.tables import LATEST_OFFSETS
@@ -106,7 +104,6 @@ from offsetlake.kafka.secrets import (
 )
 from offsetlake.kafka.tracing_reader import SearchLimits
 from offsetlake.mirror.policy import ReplicationPolicy
-from offsetlake.mirror.positions import GroupPartition
 from offsetlake.mirror.precedence import METHODS
 
 TAIL_NOTES: Final = {
@@ -361,15 +358,14 @@ _EVERY_RUNS_PHASES: Final = ("gold", "target", "plan", "apply+verify", "audit")
 def _steps(run: _Run, result: ApplyResult) -> ApplyResult:
     """The steps after ``_begin``, each timing its phases on ``run.clock``."""
     request = run.request
-    with clients.admin(run.config) as admin, contextlib.closing(_TargetReadAhead(run, admin)) as ahead:
-        result, offsets = _read_gold(run, result, ahead)
-        with run.clock.phase("gold"):
-            result, known = _untranslated(run, result, offsets)
-        if not offsets and not known:
-            return _judged(result)
-        with run.clock.phase("target"):
-            target = _read_target(run, admin, [*offsets, *known], ahead)
-            keep_alive_after, keep_alive = _keep_alive(request, admin)
+    result, offsets = _read_gold(run, result)
+    with run.clock.phase("gold"):
+        result, known = _untranslated(run, result, offsets)
+    if not offsets and not known:
+        return _judged(result)
+    with run.clock.phase("target"), clients.admin(run.config) as admin:  # the admin client too
+        target = _read_target(run, admin, [*offsets, *known])
+        keep_alive_after, keep_alive = _keep_alive(request, admin)
     result = replace(result, keep_alive=keep_alive)
     if result.snapshots == 0:
         result = replace(result, partial_groups=partial_groups(offsets, target))
@@ -420,12 +416,9 @@ def _mode(request: ApplyRequest) -> audit.Mode:
     return audit.Mode.RESUME if request.resume_sync else audit.Mode.APPLY
 
 
-def _read_gold(
-    run: _Run, result: ApplyResult, ahead: _TargetReadAhead
-) -> tuple[ApplyResult, list[GoldOffset]]:
+def _read_gold(run: _Run, result: ApplyResult) -> tuple[ApplyResult, list[GoldOffset]]:
     """The selected translations (latest, or as of --as-of), how many gold holds, and what failing
-    over now would lose per selected group; the target's groups of gold's rows are read ``ahead``,
-    beside the checkpoint tail and the sources' reads."""
+    over now would lose per selected group."""
     request, store = run.request, run.store
     if request.tail_only and request.checkpoint_tail is None:
         raise InvalidValueError(
@@ -444,8 +437,6 @@ def _read_gold(
             if request.checkpoint_tail is not None:
                 with run.clock.phase("gold"):
                     _refuse_truncated_gold(run, offsets)
-            ahead.start(select_offsets(offsets, request.selection))
-            if request.checkpoint_tail is not None:
                 with run.clock.phase("tail"):
                     result = _merged_tail(run, result, offsets, request.checkpoint_tail)
                 offsets = list(result.tail_merge.offsets) if result.tail_merge else offsets
@@ -559,55 +550,19 @@ def _searched_now(
 
 
 def _read_target(
-    run: _Run,
-    admin: AdminClient,
-    offsets: Sequence[GoldOffset | KnownPartition],
-    ahead: _TargetReadAhead,
+    run: _Run, admin: AdminClient, offsets: Sequence[GoldOffset | KnownPartition]
 ) -> TargetState:
-    """The target's groups and logs for every valid gold row and known partition (the groups read
-    ahead completed); an error names the target."""
-    try:
-        return read_target_state(
-            admin, _target_keys(offsets), timeout_s=run.request.timeout_s, read_before=ahead.groups()
-        )
-    except KafkaAdminError as error:
-        raise KafkaAdminError(f"target cluster {run.target}: {error}") from error
-
-
-def _target_keys(offsets: Sequence[GoldOffset | KnownPartition]) -> AbstractSet[GroupPartition]:
-    return {
+    """The target's groups and logs for every valid gold row and known partition; an error names
+    the target."""
+    keys = {
         offset.key
         for offset in offsets
         if not isinstance(offset, GoldOffset) or invalid_reason(offset) is None
     }
-
-
-class _TargetReadAhead:
-    """The target's per-group read (each group's state and commits: a request or two a group, most
-    of the target read at scale), started once gold's rows are known and run beside the checkpoint
-    tail and the sources' reads; the plan's target read completes it with the rows they added."""
-
-    def __init__(self, run: _Run, admin: AdminClient) -> None:
-        self._admin, self._request = admin, run.request
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="target-read-ahead")
-        self._read: Future[TargetGroups] | None = None
-
-    def start(self, offsets: Sequence[GoldOffset]) -> None:
-        """Reads the target's groups of ``offsets`` when another read follows that it can run beside
-        (else nothing is gained, and a run that stops early would wait for it)."""
-        request = self._request
-        beside = request.checkpoint_tail, request.live_sources, request.k2k_tracing
-        if offsets and any(read is not None for read in beside):
-            self._read = self._pool.submit(
-                read_target_groups, self._admin, _target_keys(offsets), timeout_s=request.timeout_s
-            )
-
-    def groups(self) -> TargetGroups | None:
-        """What was read ahead (raises its error), None when nothing was started."""
-        return None if self._read is None else self._read.result()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)  # a started read ends within its timeout
+    try:
+        return read_target_state(admin, keys, timeout_s=run.request.timeout_s)
+    except KafkaAdminError as error:
+        raise KafkaAdminError(f"target cluster {run.target}: {error}") from error
 
 
 def _keep_alive(request: ApplyRequest, admin: AdminClient) -> tuple[timedelta | None, str]:

@@ -7,10 +7,10 @@ the broker's own verdict on whether a group has members.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
@@ -39,31 +39,21 @@ well above --concurrency (groups altered at once, default 8, at which 10,000 gro
 each way would take minutes to read)."""
 
 
-@dataclass(frozen=True)
-class TargetGroups:
-    """The per-group part of a target read (states and committed offsets, a request or two per
-    group): read beside gold's other inputs, then completed by :func:`read_target_state`."""
-
-    read: frozenset[GroupPartition]
-    """The keys whose committed offsets were read (their partition existed then)."""
-    groups: Mapping[str, TargetGroup]
-
-
-def read_target_groups(
+def read_target_state(
     admin: AdminClient,
     keys: AbstractSet[GroupPartition],
     *,
     timeout_s: float,
     max_in_flight: int = READS_IN_FLIGHT,
-    partition_counts: Mapping[str, int] | None = None,
-) -> TargetGroups:
-    """Every group named in ``keys`` described and its committed offsets of ``keys`` read,
-    ``max_in_flight`` groups at a time, beside the describe."""
-    if partition_counts is None:
-        partition_counts = kafka_admin.list_partition_counts(admin, timeout_s=timeout_s)
-    existing = {key for key in keys if key[2] < partition_counts.get(key[1], 0)}
+) -> TargetState:
+    """The state of every group and partition named in ``keys``: committed offsets ``max_in_flight``
+    groups at a time, while the groups are described beside them."""
+    partition_counts = kafka_admin.list_partition_counts(admin, timeout_s=timeout_s)
+    existing = {
+        (topic, partition) for _, topic, partition in keys if partition < partition_counts.get(topic, 0)
+    }
     groups = sorted({group for group, _, _ in keys})
-    with_partitions = sorted({group for group, _, _ in existing})
+    with_partitions = sorted({group for group, topic, partition in keys if (topic, partition) in existing})
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="describe-groups") as describing:
         described_later = describing.submit(read_groups, admin, groups, timeout_s=timeout_s)
         # Each group's whole commit list, filtered below: naming every partition made the request
@@ -80,56 +70,18 @@ def read_target_groups(
         group: {
             (topic, partition): offset
             for (topic, partition), offset in offsets.items()
-            if (group, topic, partition) in existing
+            if (group, topic, partition) in keys and (topic, partition) in existing
         }
         for group, offsets in committed_per_group.items()
     }
-    return TargetGroups(
-        read=frozenset(existing),
+    return TargetState(
         groups={
             group: replace(description, committed=committed.get(group, {}))
             for group, description in described.items()
         },
-    )
-
-
-def read_target_state(
-    admin: AdminClient,
-    keys: AbstractSet[GroupPartition],
-    *,
-    timeout_s: float,
-    max_in_flight: int = READS_IN_FLIGHT,
-    read_before: TargetGroups | None = None,
-) -> TargetState:
-    """The state of every group and partition named in ``keys``: the groups ``read_before`` did not
-    cover read now (:func:`read_target_groups`), the partition counts and every log's bounds read
-    now (a request per broker, so they are as fresh as the plan)."""
-    partition_counts = kafka_admin.list_partition_counts(admin, timeout_s=timeout_s)
-    before = read_before or TargetGroups(frozenset(), {})
-    unread = {key for key in keys if key not in before.read}
-    now = read_target_groups(
-        admin, unread, timeout_s=timeout_s, max_in_flight=max_in_flight, partition_counts=partition_counts
-    )
-    existing = sorted(
-        (topic, partition) for _, topic, partition in keys if partition < partition_counts.get(topic, 0)
-    )
-    return TargetState(
-        groups=_merged_groups(before.groups, now.groups),
-        log_bounds=kafka_admin.list_log_bounds(admin, sorted(set(existing)), timeout_s=timeout_s),
+        log_bounds=kafka_admin.list_log_bounds(admin, sorted(existing), timeout_s=timeout_s),
         partition_counts=partition_counts,
     )
-
-
-def _merged_groups(
-    before: Mapping[str, TargetGroup], now: Mapping[str, TargetGroup]
-) -> dict[str, TargetGroup]:
-    """Each group's newest description, with the committed offsets of both reads."""
-    merged = dict(before)
-    for group, described in now.items():
-        earlier = before.get(group)
-        committed = {**earlier.committed, **described.committed} if earlier else described.committed
-        merged[group] = replace(described, committed=committed)
-    return merged
 
 
 def read_groups(admin: AdminClient, groups: Iterable[str], *, timeout_s: float) -> dict[str, TargetGroup]:
