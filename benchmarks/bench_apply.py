@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -78,13 +79,19 @@ class Figures:
 
 def prepare_topics(bootstrap: str, topic_count: int = TOPICS, partitions: int = PARTITIONS) -> list[str]:
     """``topic_count`` topics of ``partitions`` partitions, each holding RECORDS_PER_PARTITION records."""
+    return [name for name, _ in prepare_topic_partitions(bootstrap, [partitions] * topic_count)]
+
+
+def prepare_topic_partitions(bootstrap: str, counts: Sequence[int]) -> list[tuple[str, int]]:
+    """A topic per entry of ``counts`` (name, partitions), each partition holding RECORDS_PER_PARTITION
+    records."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [f"bench-{index:03d}" for index in range(topic_count)]
-    for future in admin.create_topics([NewTopic(topic, partitions) for topic in topics]).values():
+    topics = [(f"bench-{index:03d}", count) for index, count in enumerate(counts)]
+    for future in admin.create_topics([NewTopic(topic, count) for topic, count in topics]).values():
         future.result(timeout=TIMEOUT_S)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    for topic in topics:
-        for partition in range(partitions):
+    for topic, count in topics:
+        for partition in range(count):
             for _ in range(RECORDS_PER_PARTITION):
                 producer.produce(topic, b"x", partition=partition)
                 # Tansu quirk: ListOffsets "latest" is wrong after a multi-record batch.

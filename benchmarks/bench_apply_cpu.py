@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
+from bench_apply import RECORDS_PER_PARTITION as RECORDS
+from bench_apply import prepare_topic_partitions
 from bench_failover import _commit
 from offsetlake.apply.executor import GROUPS_PER_BATCH, Outcome, execute_plan
 from offsetlake.apply.plan_columns import build_plan
@@ -51,7 +52,6 @@ from offsetlake.mirror.positions import CommittedOffset, TopicPartitionKey
 from offsetlake_dev.local_cluster import running_clusters
 
 PARTITIONS = (5, 5, 5, 4, 4)
-RECORDS = 4
 TIMEOUT_S = 30.0
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -86,22 +86,6 @@ def measured(broker_pid: int, into: list[Cpu]) -> Iterator[None]:
     wall, client, broker = time.perf_counter(), _client_cpu_s(), _broker_cpu_s(broker_pid)
     yield
     into.append(Cpu(time.perf_counter() - wall, _client_cpu_s() - client, _broker_cpu_s(broker_pid) - broker))
-
-
-def prepare(bootstrap: str) -> list[tuple[str, int]]:
-    """The topics (name, partitions), each partition holding RECORDS records, one a batch (Tansu's
-    ListOffsets "latest" is wrong after a multi-record batch)."""
-    topics = [(f"orders-{index}", count) for index, count in enumerate(PARTITIONS)]
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, count) for name, count in topics]).values():
-        future.result(timeout=TIMEOUT_S)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    for name, count in topics:
-        for partition in range(count):
-            for _ in range(RECORDS):
-                producer.produce(name, b"x", partition=partition)
-                producer.flush(TIMEOUT_S)
-    return topics
 
 
 def plan_of(bootstrap: str, prefix: str, groups: int, topics: list[tuple[str, int]]) -> tuple[PlanRow, ...]:
@@ -170,7 +154,7 @@ def main() -> None:
         bootstrap, broker = pair.target.bootstrap_servers, pair.target.pid
         if broker is None:
             raise RuntimeError("the local target broker has no PID")
-        topics = prepare(bootstrap)
+        topics = prepare_topic_partitions(bootstrap, PARTITIONS)
         print(
             f"apply + verify, CPU: {options.groups:,} groups, {len(topics)} topics "
             f"({'+'.join(map(str, PARTITIONS))} partitions), concurrency {DEFAULT_CONCURRENCY}, "
