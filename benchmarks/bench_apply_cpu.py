@@ -17,7 +17,7 @@ system, librdkafka's threads included), the target broker's CPU (/proc/<pid>/sta
 request. The first round meets an empty target; later rounds a target holding the earlier rounds'
 groups (Tansu's requests cost more as it holds more groups).
 
-Usage: .venv/bin/python benchmarks/bench_apply_cpu.py [--groups 10000] [--rounds 2]
+Usage: .venv/bin/python benchmarks/bench_apply_cpu.py [--groups 10000] [--rounds 2] [--load second-pipeline]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from confluent_kafka.admin import AdminClient
 
 from bench_apply import RECORDS_PER_PARTITION as RECORDS
 from bench_apply import prepare_topic_partitions
-from bench_failover import _commit
+from bench_failover import PairFlags, _commit, load
 from offsetlake.apply.executor import GROUPS_PER_BATCH, Outcome, execute_plan
 from offsetlake.apply.plan_columns import build_plan
 from offsetlake.apply.planner import Guards, PlanRow
@@ -134,6 +134,13 @@ def main() -> None:
     )
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--load",
+        choices=["idle", "second-pipeline"],
+        default="idle",
+        help="second-pipeline: `offsetlake pipeline run` on another home against the same pair, again "
+        "and again, while every round is measured",
+    )
     options = parser.parse_args()
     timeout = TIMEOUT_S
     steps: dict[str, Callable[[AdminClient, dict], object]] = {
@@ -150,6 +157,7 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="offsetlake-bench-") as home,
         running_clusters(Path(home), preferred_ports=None) as pair,
+        load(options.load, PairFlags(pair), cpu_hogs=0),
     ):
         bootstrap, broker = pair.target.bootstrap_servers, pair.target.pid
         if broker is None:
@@ -158,8 +166,8 @@ def main() -> None:
         print(
             f"apply + verify, CPU: {options.groups:,} groups, {len(topics)} topics "
             f"({'+'.join(map(str, PARTITIONS))} partitions), concurrency {DEFAULT_CONCURRENCY}, "
-            f"{GROUPS_PER_BATCH} groups a batch; commit {_commit()}; {os.cpu_count()} cores; "
-            f"load average {' '.join(f'{load:.2f}' for load in os.getloadavg())}"
+            f"{GROUPS_PER_BATCH} groups a batch; load {options.load}; commit {_commit()}; "
+            f"{os.cpu_count()} cores; load average {' '.join(f'{value:.2f}' for value in os.getloadavg())}"
         )
         for round_number in range(options.rounds):
             plan = plan_of(bootstrap, f"round{round_number}", options.groups, topics)

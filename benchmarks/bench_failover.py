@@ -70,6 +70,19 @@ class Outcome:
         return self.exit_code == 0 and self.applied == self.expected
 
 
+@dataclass(frozen=True)
+class PairFlags:
+    """A pipeline's flags for a benchmark's pair, as an operator names it (the second pipeline's)."""
+
+    pair: ClusterPair
+
+    def flags(self) -> list[str]:
+        return [
+            "--target", self.pair.target.bootstrap_servers, "--target-alias", TARGET_ALIAS,
+            "--source", f"{SOURCE_ALIAS}={self.pair.source.bootstrap_servers}",
+        ]  # fmt: skip
+
+
 class Scenario:
     """The pair, the simulator, and the commands run against them."""
 
@@ -85,8 +98,7 @@ class Scenario:
 
     def flags(self) -> list[str]:
         return [
-            "--target", self.pair.target.bootstrap_servers, "--target-alias", TARGET_ALIAS,
-            "--source", f"{SOURCE_ALIAS}={self.pair.source.bootstrap_servers}",
+            *PairFlags(self.pair).flags(),
             "--set", f"offsetlake.cluster.timeout.ms={self.options.cluster_timeout_ms}",
         ]  # fmt: skip
 
@@ -189,16 +201,28 @@ class SecondPipeline:
                 raise SystemExit("the second pipeline update did not start")
             time.sleep(1)
 
-    def stop(self) -> int:
-        """SIGTERM the group (run_pipeline cleans up on SIGTERM); returns its CANNOT_OPEN_SOCKET lines."""
+    def stop(self, timeout_s: float = 120) -> int:
+        """SIGTERM the group (run_pipeline cleans up on SIGTERM) and wait until none of it is left (its
+        JVM may still be writing in the home after the loop exited); returns its CANNOT_OPEN_SOCKET
+        lines."""
         os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        deadline = time.monotonic() + timeout_s
+        while _group_alive(self.process.pid) and time.monotonic() < deadline + 10:
+            if time.monotonic() > deadline:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.poll()  # reaps the loop; its children are reaped by init
+            time.sleep(0.2)
+        self.process.wait()
         self.output.close()
         return _socket_errors(self.home / "second-pipeline.out")
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 class Flagged(Protocol):

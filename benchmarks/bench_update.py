@@ -20,7 +20,9 @@ between two MM2 commit intervals). ``--warm`` runs the updates against one kept-
 Connect server (``offsetlake.local.connect_server.WarmServer``) started before the first update; its
 start is printed apart. Times are taken when each progress line reaches this process (the child
 runs unbuffered). The most JVMs and Python processes seen at once in the update's process tree are
-printed too. Figures go to stdout; note the load average it prints.
+printed too. ``--load second-pipeline`` times them while ``offsetlake pipeline run`` updates another
+home against the same pair, again and again (bench_failover.py's second pipeline). Figures go to
+stdout; note the load average it prints.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Final
 
+from bench_failover import PairFlags, load
 from offsetlake.contract.settings import PipelineSettings
 from offsetlake.local.connect_server import WarmServer
 from offsetlake.local.home import LocalHome
@@ -286,6 +289,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="a runtime setting (repeatable): spark.sql.pipelines.execution.maxConcurrentFlows=4",
     )
+    parser.add_argument(
+        "--load",
+        choices=("idle", "second-pipeline"),
+        default="idle",
+        help="second-pipeline: `offsetlake pipeline run` on another home against the same pair, again "
+        "and again, while the updates are timed",
+    )
     options = parser.parse_args(argv)
     conf = dict(entry.split("=", 1) for entry in options.conf)
     logs_dir = options.logs_dir or Path(tempfile.mkdtemp(prefix="bench-update-logs-"))
@@ -293,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
 
     print(
-        f"bench_update: kind={options.kind} warm={options.warm} repeat={options.repeat} "
+        f"bench_update: kind={options.kind} warm={options.warm} repeat={options.repeat} load={options.load} "
         f"commit={_commit()} cores={os.cpu_count()} load average at start {os.getloadavg()[0]:.2f}; "
         f"logs in {logs_dir}; conf {conf}"
     )
@@ -312,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workload: the demo's, {replicate(mirror)} records produced on the source")
         settings = demo.pipeline_settings(pair.source.bootstrap_servers, pair.target.bootstrap_servers)
         warm = stack.enter_context(optional_warm_server(options.warm, home))
+        stack.enter_context(load(options.load, PairFlags(pair), cpu_hogs=0))
         if options.kind == "incremental":
             result, _, _ = timed_update(
                 settings, home, True, warm, brokers, log_copy=logs_dir / "initial.log", spark_conf=conf
