@@ -38,6 +38,7 @@ from typing import Any, Final
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from offsetlake import cyclic_gc
 from offsetlake.apply import audit
 from offsetlake.apply.executor import Execution, Outcome, PartitionResult, execute_plan
 from offsetlake.apply.k2k_search import METHOD as K2K_METHOD
@@ -292,7 +293,8 @@ def run_apply(
             )
         scrubber = SecretScrubber(secret_options)
         config = _target_config(request, secret_options)
-        return _run(request, config=config, scrubber=scrubber, store=store, before_writes=before_writes)
+        with cyclic_gc.paused():  # the run's heap only grows: collecting it found nothing to free
+            return _run(request, config=config, scrubber=scrubber, store=store, before_writes=before_writes)
     except OffsetlakeError as error:
         raise error.rewritten(scrubber.scrub) from error
     except KafkaException as error:

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
+from offsetlake import cyclic_gc
 from offsetlake.apply.live_read import LiveSource, LiveSources
 from offsetlake.apply.phases import PhaseClock, PhaseTimes
 from offsetlake.apply.run import ApplyRequest, ApplyResult, run_apply
@@ -133,7 +134,7 @@ def run_failover(
     reading the sources too when every cluster answered.
     The apply reads and plans beside probes that have not decided within PROBE_GRACE_S."""
     clock = PhaseClock()
-    with stand_aside_request(request.home) as aside, _Probes(request) as probes:
+    with cyclic_gc.paused(), stand_aside_request(request.home) as aside, _Probes(request) as probes:
         waited = aside.wait(request.stand_aside_timeout_s)  # while the probes ask
         with clock.phase("probe"):
             decided = probes.decided(within_s=PROBE_GRACE_S)
