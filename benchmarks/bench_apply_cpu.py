@@ -15,7 +15,8 @@ of its three requests alone over the same groups with the executor's pool (that 
 batch of GROUPS_PER_BATCH groups each). Printed for each: wall time, this process's CPU (user +
 system, librdkafka's threads included), the target broker's CPU (/proc/<pid>/stat), and CPU per
 request. The first round meets an empty target; later rounds a target holding the earlier rounds'
-groups (Tansu's requests cost more as it holds more groups).
+groups (Tansu's requests cost more as it holds more groups). Everything runs with Python's cyclic
+collector paused, as ``run_apply`` runs the executor (offsetlake.cyclic_gc).
 
 Usage: .venv/bin/python benchmarks/bench_apply_cpu.py [--groups 10000] [--rounds 2] [--load second-pipeline]
 """
@@ -40,6 +41,7 @@ from confluent_kafka.admin import AdminClient
 from bench_apply import RECORDS_PER_PARTITION as RECORDS
 from bench_apply import prepare_topic_partitions
 from bench_failover import PairFlags, _commit, load
+from offsetlake import cyclic_gc
 from offsetlake.apply.executor import GROUPS_PER_BATCH, Outcome, execute_plan
 from offsetlake.apply.plan_columns import build_plan
 from offsetlake.apply.planner import Guards, PlanRow
@@ -158,6 +160,7 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="offsetlake-bench-") as home,
         running_clusters(Path(home), preferred_ports=None) as pair,
         load(options.load, PairFlags(pair), cpu_hogs=0),
+        cyclic_gc.paused(),  # as run_apply runs the executor
     ):
         bootstrap, broker = pair.target.bootstrap_servers, pair.target.pid
         if broker is None:
