@@ -16,14 +16,17 @@ batch of GROUPS_PER_BATCH groups each). Printed for each: wall time, this proces
 system, librdkafka's threads included), the target broker's CPU (/proc/<pid>/stat), and CPU per
 request. The first round meets an empty target; later rounds a target holding the earlier rounds'
 groups (Tansu's requests cost more as it holds more groups). Everything runs with Python's cyclic
-collector paused, as ``run_apply`` runs the executor (offsetlake.cyclic_gc).
+collector paused, as ``run_apply`` runs the executor (offsetlake.cyclic_gc; ``--collector running``
+to compare).
 
 Usage: .venv/bin/python benchmarks/bench_apply_cpu.py [--groups 10000] [--rounds 2] [--load second-pipeline]
+       [--collector running]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import resource
@@ -143,6 +146,12 @@ def main() -> None:
         help="second-pipeline: `offsetlake pipeline run` on another home against the same pair, again "
         "and again, while every round is measured",
     )
+    parser.add_argument(
+        "--collector",
+        choices=["paused", "running"],
+        default="paused",
+        help="Python's cyclic collector: paused, as run_apply runs the executor (the default), or running",
+    )
     options = parser.parse_args()
     timeout = TIMEOUT_S
     steps: dict[str, Callable[[AdminClient, dict], object]] = {
@@ -160,7 +169,7 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="offsetlake-bench-") as home,
         running_clusters(Path(home), preferred_ports=None) as pair,
         load(options.load, PairFlags(pair), cpu_hogs=0),
-        cyclic_gc.paused(),  # as run_apply runs the executor
+        cyclic_gc.paused() if options.collector == "paused" else contextlib.nullcontext(),
     ):
         bootstrap, broker = pair.target.bootstrap_servers, pair.target.pid
         if broker is None:
@@ -169,7 +178,8 @@ def main() -> None:
         print(
             f"apply + verify, CPU: {options.groups:,} groups, {len(topics)} topics "
             f"({'+'.join(map(str, PARTITIONS))} partitions), concurrency {DEFAULT_CONCURRENCY}, "
-            f"{GROUPS_PER_BATCH} groups a batch; load {options.load}; commit {_commit()}; "
+            f"{GROUPS_PER_BATCH} groups a batch; collector {options.collector}; load {options.load}; "
+            f"commit {_commit()}; "
             f"{os.cpu_count()} cores; load average {' '.join(f'{value:.2f}' for value in os.getloadavg())}"
         )
         for round_number in range(options.rounds):
